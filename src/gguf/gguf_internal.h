@@ -1,0 +1,29 @@
+/* The opened file; shared by the reader and the accessors only. */
+#ifndef NIB_GGUF_INTERNAL_H
+#define NIB_GGUF_INTERNAL_H
+
+#include <stdio.h>
+
+#include "nib.h"
+
+struct nib_gguf {
+    const uint8_t *base;   /* the whole file */
+    uint64_t size;
+    void *mapped;          /* non-NULL when we own an mmap */
+    size_t mapped_size;
+
+    uint32_t version;
+    uint32_t alignment;
+    uint64_t data_offset;  /* file offset of the data section */
+
+    int64_t n_kv;
+    nib_gguf_kv *kvs;            /* (n_kv) */
+    nib_str **owned_strs;        /* (n_owned_strs) string-array views we allocated */
+    int64_t n_owned_strs;
+
+    int64_t n_tensors;
+    nib_gguf_tensor *tensors;    /* (n_tensors) */
+    uint64_t *tensor_info_offset;/* (n_tensors) file offset of each tensor's info, for messages */
+};
+
+#endif
