@@ -17,8 +17,9 @@
  *
  *       weight = d * (2s+1) * step * magnitude * sign
  *
- *   with step = 1/8 for IQ2, 1/4 for IQ3_XXS and 1 for IQ3_S (those formats
- *   spend the factor in the codebook values instead). IQ1 codebooks hold signed
+ *   with step = 1/8 for IQ2 and 1/4 for IQ3_XXS, whose codebooks are stored
+ *   multiplied by 8 and 4 so that levels like 3.125 are integers, and 1 for
+ *   IQ3_S, whose levels are the odd integers 1..15. IQ1 codebooks hold signed
  *   values in {-1, 0, +1}, and every group is shifted by delta = +-1/8:
  *
  *       weight = d * (2s+1) * (value + delta)
@@ -128,10 +129,11 @@ static int32_t dot_group(const int8_t *q8, const uint8_t *lo, const uint8_t *hi,
     return sum;
 }
 
-/* ggml writes the scale of these formats as d * (0.5 + s) * 2^-k; we write
- * d * (2s+1) * 2^-(k+1). The products differ by an exact factor of two, and
- * with d an fp16 value both stay normal fp32 numbers, so every rounding is the
- * same and the floats are identical bit for bit. */
+/* ggml writes the IQ2 and IQ3_XXS scales as d * (0.5 + s) * 2^-k where we
+ * write d * (2s+1) * 2^-(k+1) (IQ3_S: d * (2s+1) in both). The two products
+ * differ by an exact factor of two, and with d an fp16 value both stay normal
+ * fp32 numbers, so every rounding is the same and the floats are identical bit
+ * for bit; the multiplication by the magnitude and the sign follow as in ggml. */
 static void grid_dequantize(const iq_grid_format *f, const void *src, float *dst, int64_t n) {
     const uint8_t *blk = src;
     for (int64_t i = 0; i < n / QK_K; i++, blk += f->block_bytes) {
@@ -368,21 +370,49 @@ static const iq1_format fmt_iq1_m = {sizeof(block_iq1_m), iq1_m_scale, unpack_iq
 
 /* ---- the lattice formats' public entry points ----------------------------- */
 
-void nib_dequantize_iq2_xxs(const void *src, float *dst, int64_t n) { grid_dequantize(&fmt_iq2_xxs, src, dst, n); }
-void nib_dequantize_iq2_xs(const void *src, float *dst, int64_t n) { grid_dequantize(&fmt_iq2_xs, src, dst, n); }
-void nib_dequantize_iq2_s(const void *src, float *dst, int64_t n) { grid_dequantize(&fmt_iq2_s, src, dst, n); }
-void nib_dequantize_iq3_xxs(const void *src, float *dst, int64_t n) { grid_dequantize(&fmt_iq3_xxs, src, dst, n); }
-void nib_dequantize_iq3_s(const void *src, float *dst, int64_t n) { grid_dequantize(&fmt_iq3_s, src, dst, n); }
-void nib_dequantize_iq1_s(const void *src, float *dst, int64_t n) { iq1_dequantize(&fmt_iq1_s, src, dst, n); }
-void nib_dequantize_iq1_m(const void *src, float *dst, int64_t n) { iq1_dequantize(&fmt_iq1_m, src, dst, n); }
+void nib_dequantize_iq2_xxs(const void *src, float *dst, int64_t n) {
+    grid_dequantize(&fmt_iq2_xxs, src, dst, n);
+}
+void nib_dequantize_iq2_xs(const void *src, float *dst, int64_t n) {
+    grid_dequantize(&fmt_iq2_xs, src, dst, n);
+}
+void nib_dequantize_iq2_s(const void *src, float *dst, int64_t n) {
+    grid_dequantize(&fmt_iq2_s, src, dst, n);
+}
+void nib_dequantize_iq3_xxs(const void *src, float *dst, int64_t n) {
+    grid_dequantize(&fmt_iq3_xxs, src, dst, n);
+}
+void nib_dequantize_iq3_s(const void *src, float *dst, int64_t n) {
+    grid_dequantize(&fmt_iq3_s, src, dst, n);
+}
+void nib_dequantize_iq1_s(const void *src, float *dst, int64_t n) {
+    iq1_dequantize(&fmt_iq1_s, src, dst, n);
+}
+void nib_dequantize_iq1_m(const void *src, float *dst, int64_t n) {
+    iq1_dequantize(&fmt_iq1_m, src, dst, n);
+}
 
-float nib_vec_dot_iq2_xxs_q8_K(int64_t n, const void *w, const void *a) { return grid_vec_dot(&fmt_iq2_xxs, n, w, a); }
-float nib_vec_dot_iq2_xs_q8_K(int64_t n, const void *w, const void *a) { return grid_vec_dot(&fmt_iq2_xs, n, w, a); }
-float nib_vec_dot_iq2_s_q8_K(int64_t n, const void *w, const void *a) { return grid_vec_dot(&fmt_iq2_s, n, w, a); }
-float nib_vec_dot_iq3_xxs_q8_K(int64_t n, const void *w, const void *a) { return grid_vec_dot(&fmt_iq3_xxs, n, w, a); }
-float nib_vec_dot_iq3_s_q8_K(int64_t n, const void *w, const void *a) { return grid_vec_dot(&fmt_iq3_s, n, w, a); }
-float nib_vec_dot_iq1_s_q8_K(int64_t n, const void *w, const void *a) { return iq1_vec_dot(&fmt_iq1_s, n, w, a); }
-float nib_vec_dot_iq1_m_q8_K(int64_t n, const void *w, const void *a) { return iq1_vec_dot(&fmt_iq1_m, n, w, a); }
+float nib_vec_dot_iq2_xxs_q8_K(int64_t n, const void *w, const void *a) {
+    return grid_vec_dot(&fmt_iq2_xxs, n, w, a);
+}
+float nib_vec_dot_iq2_xs_q8_K(int64_t n, const void *w, const void *a) {
+    return grid_vec_dot(&fmt_iq2_xs, n, w, a);
+}
+float nib_vec_dot_iq2_s_q8_K(int64_t n, const void *w, const void *a) {
+    return grid_vec_dot(&fmt_iq2_s, n, w, a);
+}
+float nib_vec_dot_iq3_xxs_q8_K(int64_t n, const void *w, const void *a) {
+    return grid_vec_dot(&fmt_iq3_xxs, n, w, a);
+}
+float nib_vec_dot_iq3_s_q8_K(int64_t n, const void *w, const void *a) {
+    return grid_vec_dot(&fmt_iq3_s, n, w, a);
+}
+float nib_vec_dot_iq1_s_q8_K(int64_t n, const void *w, const void *a) {
+    return iq1_vec_dot(&fmt_iq1_s, n, w, a);
+}
+float nib_vec_dot_iq1_m_q8_K(int64_t n, const void *w, const void *a) {
+    return iq1_vec_dot(&fmt_iq1_m, n, w, a);
+}
 
 /* ======================================================================== */
 /* IQ4_NL and IQ4_XS                                                        */
@@ -413,7 +443,8 @@ static int32_t iq4_dot32(const int8_t *q8, const uint8_t *qs) {
 /* IQ4_NL: {fp16 d, 16 bytes of nibbles}, exactly Q4_0's size. */
 void nib_dequantize_iq4_nl(const void *src, float *dst, int64_t n) {
     const block_iq4_nl *b = src;
-    for (int64_t i = 0; i < n / QK4_NL; i++) iq4_put32(dst + QK4_NL * i, nib_fp16_to_f32(b[i].d), b[i].qs);
+    for (int64_t i = 0; i < n / QK4_NL; i++)
+        iq4_put32(dst + QK4_NL * i, nib_fp16_to_f32(b[i].d), b[i].qs);
 }
 
 /* IQ4_XS: fp16 d, then a signed 6-bit scale per 32 weights, stored biased by
@@ -488,7 +519,8 @@ static int iq4_nearest(float x) {
 
 /* Rounds 32 weights to levels under the inverse scale id and returns the two
  * sums of the weighted fit; the levels go to L when L is not NULL. */
-static void iq4_fit(const float *x, const float *w, float id, uint8_t *L, float *sumqx, float *sumq2) {
+static void iq4_fit(const float *x, const float *w, float id, uint8_t *L,
+                    float *sumqx, float *sumq2) {
     float sqx = 0.0f, sq2 = 0.0f;
     for (int j = 0; j < 32; j++) {
         const int l = iq4_nearest(id * x[j]);
@@ -503,10 +535,10 @@ static void iq4_fit(const float *x, const float *w, float id, uint8_t *L, float 
 
 /* The best scale of one block of 32 (0 for a block of zeros). L gets the
  * levels of the first guess only; callers re-round under the final scale.
- * The first guess maps the largest |x| onto the -127 end (ntry <= 0) or the
- * opposite (ntry > 0); the trials then map it onto -127+t for t in
- * -ntry..ntry, and a trial wins when sumqx^2/sumq2 (the error it removes)
- * is larger. */
+ * The first guess maps the weight of largest magnitude to level -127
+ * (ntry <= 0) or to +127, past the top level 113 (ntry > 0); trial t then maps
+ * it to -127 + t for t in -ntry..ntry, and a trial wins when its fit removes
+ * more squared error (sumqx^2 / sumq2 larger). */
 static float iq4_block_scale(const float *x, int ntry, uint8_t *L) {
     float w[32];
     float amax = 0.0f, max = 0.0f;

@@ -705,7 +705,8 @@ void nib_quantize_q6_K(const float *src, void *dst, int64_t n) {
 /* ========================================================================
  * Q8_K: 292 bytes, the activation side of every K-quant dot
  *
- *   d           fp32 scale (can be negative: see below)
+ *   d           fp32 scale; its sign is opposite to the block's largest-
+ *               magnitude value, which always quantizes to -127
  *   qs[256]     int8 quants, in element order
  *   bsums[16]   sum of qs over each 16-element group
  *
@@ -736,8 +737,9 @@ void nib_quantize_q8_K(const float *src, void *dst, int64_t n) {
             memset(y, 0, sizeof *y);
             continue;
         }
-        /* the signed maximum maps to -127 exactly, so the range is -127..127
-         * (never -128), which the SIMD dots of the IQ formats rely on */
+        /* the largest-magnitude value maps to -127, so quants stay in
+         * -127..127 and never reach -128 (ggml's SIMD IQ kernels count on
+         * that symmetric range) */
         const float iscale = -127.0f / max;
         for (int e = 0; e < QK_K; e++) {
             int v = nib_nearest_int(iscale * x[e]);
