@@ -13,7 +13,12 @@ typedef struct command {
 /* To add a subcommand: write cmd_<name>.c with its own usage text, declare it
  * in cli.h, add a row here. */
 static const command commands[] = {
+    {"run", cmd_run, "generate text from a prompt"},
+    {"chat", cmd_chat, "interactive chat with the model's template"},
+    {"bench", cmd_bench, "prompt and generation speed with the decode roofline"},
+    {"info", cmd_info, "build features: SIMD level, threads, CUDA"},
     {"inspect", cmd_inspect, "show a GGUF file's metadata and tensors; --types lists every format"},
+    {"tokenize", cmd_tokenize, "the token ids (or pieces) a model's tokenizer gives for a text"},
 };
 
 static void usage(FILE *f) {

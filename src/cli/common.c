@@ -1,0 +1,248 @@
+/* See common.h. */
+#include "cli/common.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+double cli_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void cli_opts_init(cli_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->n_predict = 256;
+    o->n_threads = 0;
+    o->sp = nib_sampler_default_params();
+    o->sp.seed = (uint64_t)time(NULL);
+    o->device = "auto";
+    o->bench_pp = 512;
+    o->bench_tg = 128;
+    o->bench_reps = 3;
+}
+
+typedef enum { ARG_NONE, ARG_STR, ARG_INT, ARG_FLOAT, ARG_U64 } arg_kind;
+
+typedef struct flag {
+    const char *short_name, *long_name;
+    unsigned group;
+    arg_kind kind;
+    size_t offset;      /* field in cli_opts */
+    double lo, hi;      /* allowed range for numbers */
+    const char *help;
+} flag;
+
+#define OFF(f) offsetof(cli_opts, f)
+/* The one table of flags. To add one: a field in cli_opts, a row here. */
+static const flag flags[] = {
+    {"-p", "--prompt", CLI_F_PROMPT, ARG_STR, OFF(prompt), 0, 0, "prompt text"},
+    {"-f", "--file", CLI_F_PROMPT, ARG_STR, OFF(prompt_file), 0, 0, "read the prompt from FILE (- for stdin)"},
+    {NULL, "--echo", CLI_F_PROMPT, ARG_NONE, OFF(echo), 0, 0, "print the prompt before the generated text"},
+    {NULL, "--truncate", CLI_F_PROMPT, ARG_NONE, OFF(truncate), 0, 0,
+     "keep the end of a prompt longer than the context instead of failing"},
+    {"-n", "--n-predict", CLI_F_SAMPLING, ARG_INT, OFF(n_predict), 0, 1 << 30, "tokens to generate (default 256)"},
+    {NULL, "--temp", CLI_F_SAMPLING, ARG_FLOAT, OFF(sp.temp), 0, 100, "temperature; 0 = greedy (default 0.8)"},
+    {NULL, "--top-k", CLI_F_SAMPLING, ARG_INT, OFF(sp.top_k), 0, 1 << 30, "top-k, 0 = off (default 40)"},
+    {NULL, "--top-p", CLI_F_SAMPLING, ARG_FLOAT, OFF(sp.top_p), 1e-9, 1, "top-p, 1 = off (default 0.95)"},
+    {NULL, "--min-p", CLI_F_SAMPLING, ARG_FLOAT, OFF(sp.min_p), 0, 1, "min-p, 0 = off (default 0.05)"},
+    {NULL, "--repeat-penalty", CLI_F_SAMPLING, ARG_FLOAT, OFF(sp.repeat_penalty), 1e-3, 10,
+     "repetition penalty, 1 = off (default 1)"},
+    {NULL, "--repeat-last-n", CLI_F_SAMPLING, ARG_INT, OFF(sp.repeat_last_n), 0, 1 << 20,
+     "tokens the penalty looks back over (default 64)"},
+    {"-s", "--seed", CLI_F_SAMPLING, ARG_U64, OFF(sp.seed), 0, 0, "random seed (default: time)"},
+    {NULL, "--stop", CLI_F_SAMPLING, ARG_STR, 0, 0, 0, "stop when this text is generated (repeatable)"},
+    {"-c", "--ctx-size", CLI_F_CONTEXT, ARG_INT, OFF(n_ctx), 1, 1 << 24, "context size (default: model's, at most 4096)"},
+    {"-b", "--batch-size", CLI_F_CONTEXT, ARG_INT, OFF(n_batch), 1, 1 << 16, "prompt tokens per forward step (default 256)"},
+    {"-t", "--threads", CLI_F_CONTEXT | CLI_F_BENCH, ARG_INT, OFF(n_threads), 1, 1024, "threads (default: all CPUs)"},
+    {NULL, "--kv-f32", CLI_F_CONTEXT, ARG_NONE, OFF(kv_f32), 0, 0, "keep the KV cache in fp32 (default fp16)"},
+    {NULL, "--device", CLI_F_CONTEXT, ARG_STR, OFF(device), 0, 0, "cpu or cuda (default: cuda if present, else cpu)"},
+    {NULL, "--system", CLI_F_CHAT, ARG_STR, OFF(system), 0, 0, "system message"},
+    {NULL, "--chat-template", CLI_F_CHAT, ARG_STR, OFF(chat_template), 0, 0,
+     "template name (chatml, gemma, llama3) or Jinja file, instead of the model's"},
+    {"-p", "--n-prompt", CLI_F_BENCH, ARG_INT, OFF(bench_pp), 0, 1 << 20, "prompt tokens to process (default 512)"},
+    {"-n", "--n-gen", CLI_F_BENCH, ARG_INT, OFF(bench_tg), 0, 1 << 20, "tokens to generate (default 128)"},
+    {"-r", "--repetitions", CLI_F_BENCH, ARG_INT, OFF(bench_reps), 1, 1000, "repetitions (default 3)"},
+    {"-d", "--depth", CLI_F_BENCH, ARG_INT, OFF(bench_depth), 0, 1 << 24, "context already filled before timing"},
+    {NULL, "--json", CLI_F_BENCH, ARG_NONE, OFF(json), 0, 0, "print the results as JSON"},
+    {NULL, "--pieces", CLI_F_TOKENIZE, ARG_NONE, OFF(pieces), 0, 0, "show each token's piece"},
+};
+
+void cli_print_flags(FILE *f, unsigned groups) {
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        const flag *fl = &flags[i];
+        if (!(fl->group & groups)) continue;
+        char names[48];
+        snprintf(names, sizeof names, "%s%s%s%s", fl->short_name ? fl->short_name : "", fl->short_name ? ", " : "    ",
+                 fl->long_name, fl->kind == ARG_NONE ? "" : fl->kind == ARG_STR ? " S" : " N");
+        fprintf(f, "  %-28s %s\n", names, fl->help);
+    }
+}
+
+int cli_parse(cli_opts *o, int argc, char **argv, unsigned groups, void (*usage)(FILE *f)) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 1;
+        }
+        if (a[0] != '-' || !strcmp(a, "-")) {
+            if (o->model) {
+                fprintf(stderr, "nib %s: unexpected argument '%s' (the model is already '%s')\n", argv[0], a, o->model);
+                return 2;
+            }
+            o->model = a;
+            continue;
+        }
+        const flag *fl = NULL;
+        for (size_t k = 0; k < sizeof flags / sizeof flags[0] && !fl; k++)
+            if ((flags[k].group & groups) &&
+                ((flags[k].short_name && !strcmp(a, flags[k].short_name)) || !strcmp(a, flags[k].long_name)))
+                fl = &flags[k];
+        if (!fl) {
+            fprintf(stderr, "nib %s: unknown option '%s'\n", argv[0], a);
+            usage(stderr);
+            return 2;
+        }
+        char *field = (char *)o + fl->offset;
+        if (fl->kind == ARG_NONE) {
+            *(bool *)field = true;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "nib %s: option '%s' needs a value\n", argv[0], a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        char *end;
+        errno = 0;
+        if (!strcmp(fl->long_name, "--stop")) {
+            if (o->n_stops >= CLI_MAX_STOPS || !v[0]) {
+                fprintf(stderr, "nib %s: at most %d non-empty --stop strings\n", argv[0], CLI_MAX_STOPS);
+                return 2;
+            }
+            o->stops[o->n_stops++] = v;
+        } else if (fl->kind == ARG_STR) {
+            *(const char **)field = v;
+        } else if (fl->kind == ARG_U64) {
+            unsigned long long x = strtoull(v, &end, 0);
+            if (errno || *end || !*v || v[0] == '-') {
+                fprintf(stderr, "nib %s: %s needs a non-negative integer, got '%s'\n", argv[0], a, v);
+                return 2;
+            }
+            *(uint64_t *)field = x;
+        } else {
+            double x = fl->kind == ARG_INT ? (double)strtoll(v, &end, 10) : strtod(v, &end);
+            if (errno || *end || !*v || !(x >= fl->lo && x <= fl->hi)) {
+                fprintf(stderr, "nib %s: %s must be a number in [%g, %g], got '%s'\n", argv[0], a, fl->lo, fl->hi, v);
+                return 2;
+            }
+            if (fl->kind == ARG_INT) *(int32_t *)field = (int32_t)x;
+            else *(float *)field = (float)x;
+        }
+    }
+    if (!o->model) {
+        fprintf(stderr, "nib %s: no model file given\n", argv[0]);
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(o->device, "auto") && strcmp(o->device, "cpu") && strcmp(o->device, "cuda")) {
+        fprintf(stderr, "nib %s: unknown device '%s' (cpu or cuda)\n", argv[0], o->device);
+        return 2;
+    }
+    if (!strcmp(o->device, "cuda")) {
+        fprintf(stderr, "nib %s: --device cuda: this build has no CUDA backend yet; use --device cpu\n", argv[0]);
+        return 2;
+    }
+    return 0;
+}
+
+int cli_session_open(cli_session *s, const cli_opts *o, bool with_ctx) {
+    memset(s, 0, sizeof *s);
+    nib_error err;
+    double t0 = cli_now_s();
+    fprintf(stderr, "nib: loading %s ...\n", o->model);
+    s->model = nib_model_load(o->model, &err);
+    if (!s->model) {
+        fprintf(stderr, "nib: %s\n", err.msg);
+        return 1;
+    }
+    s->tok = nib_tokenizer_load(s->model->gguf, &err);
+    if (!s->tok) {
+        fprintf(stderr, "nib: %s: %s\n", o->model, err.msg);
+        cli_session_close(s);
+        return 1;
+    }
+    if (with_ctx) {
+        nib_ctx_params cp = {o->n_ctx, o->n_batch, o->n_threads, o->kv_f32};
+        s->ctx = nib_ctx_new(s->model, &cp, &err);
+        if (!s->ctx) {
+            fprintf(stderr, "nib: %s\n", err.msg);
+            cli_session_close(s);
+            return 1;
+        }
+    }
+    const nib_hparams *hp = &s->model->hp;
+    fprintf(stderr, "nib: %s, %d layers, %d embd, %d heads (%d kv), vocab %d, %.1f MiB of weights; loaded in %.2f s\n",
+            hp->arch_name, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->n_vocab,
+            (double)s->model->weight_bytes / (1 << 20), cli_now_s() - t0);
+    return 0;
+}
+
+void cli_session_close(cli_session *s) {
+    nib_ctx_free(s->ctx);
+    nib_tokenizer_free(s->tok);
+    nib_model_free(s->model);
+    memset(s, 0, sizeof *s);
+}
+
+char *cli_read_prompt(const cli_opts *o) {
+    if (o->prompt && o->prompt_file) {
+        fprintf(stderr, "nib: give the prompt with -p or -f, not both\n");
+        return NULL;
+    }
+    if (o->prompt) return strdup(o->prompt);
+    if (!o->prompt_file) return strdup("");
+    FILE *f = stdin;
+    if (strcmp(o->prompt_file, "-")) {
+        struct stat st;
+        if (stat(o->prompt_file, &st) == 0 && S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "nib: prompt file '%s' is a directory\n", o->prompt_file);
+            return NULL;
+        }
+        f = fopen(o->prompt_file, "rb");
+        if (!f) {
+            fprintf(stderr, "nib: cannot open prompt file '%s': %s\n", o->prompt_file, strerror(errno));
+            return NULL;
+        }
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t k = fread(buf + n, 1, cap - n - 1, f);
+        if (k == 0) break;
+        n += k;
+    }
+    if (f != stdin) fclose(f);
+    if (!buf) {
+        fprintf(stderr, "nib: out of memory reading the prompt\n");
+        return NULL;
+    }
+    buf[n] = 0;
+    return buf;
+}

@@ -1,0 +1,68 @@
+/* Options and setup shared by the commands that run a model (run, chat,
+ * bench, tokenize): parsing is a table of flags, each writing one field. */
+#ifndef NIB_CLI_COMMON_H
+#define NIB_CLI_COMMON_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdint.h>
+
+#include "model/context.h"
+#include "model/model.h"
+#include "sampler/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+#define CLI_MAX_STOPS 8
+
+typedef struct cli_opts {
+    const char *model;        /* the positional MODEL argument */
+    const char *prompt;       /* -p */
+    const char *prompt_file;  /* -f FILE ("-" = stdin) */
+    const char *system;       /* --system (chat) */
+    const char *chat_template;/* --chat-template NAME|FILE */
+    const char *device;       /* --device cpu|cuda */
+    int32_t n_predict;        /* -n */
+    int32_t n_ctx;            /* -c */
+    int32_t n_batch;          /* -b */
+    int32_t n_threads;        /* -t */
+    bool echo, truncate, kv_f32, no_display_prompt, pieces, json;
+    nib_sampler_params sp;
+    const char *stops[CLI_MAX_STOPS];
+    int n_stops;
+    /* bench */
+    int32_t bench_pp, bench_tg, bench_reps, bench_depth;
+} cli_opts;
+
+/* Flag groups a command accepts (bit set). */
+enum {
+    CLI_F_PROMPT = 1 << 0,   /* -p -f --echo --truncate */
+    CLI_F_SAMPLING = 1 << 1, /* --temp --top-k --top-p --min-p --repeat-* --seed -n --stop */
+    CLI_F_CONTEXT = 1 << 2,  /* -c -b -t --kv-f32 --device */
+    CLI_F_CHAT = 1 << 3,     /* --system --chat-template */
+    CLI_F_BENCH = 1 << 4,    /* -p N -n N -r N -d N --json (bench's own meanings) */
+    CLI_F_TOKENIZE = 1 << 5, /* --pieces */
+};
+
+void cli_opts_init(cli_opts *o);
+/* Parse argv[1..] (argv[0] is the command name). Returns 0 ok, 1 help printed,
+ * 2 usage error (message printed naming the option). */
+int cli_parse(cli_opts *o, int argc, char **argv, unsigned groups, void (*usage)(FILE *f));
+void cli_print_flags(FILE *f, unsigned groups);
+
+/* A loaded model with its tokenizer and context. */
+typedef struct cli_session {
+    nib_model *model;
+    nib_tokenizer *tok;
+    nib_ctx *ctx;
+} cli_session;
+
+/* Load everything, printing progress to stderr; on error prints it and returns nonzero. */
+int cli_session_open(cli_session *s, const cli_opts *o, bool with_ctx);
+void cli_session_close(cli_session *s);
+
+/* Read the prompt from -p, or -f FILE, or stdin for "-f -". malloc'ed; NULL on error (printed). */
+char *cli_read_prompt(const cli_opts *o);
+
+double cli_now_s(void);
+
+#endif

@@ -1,0 +1,119 @@
+/* See generate.h. */
+#include "cli/generate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct textbuf {
+    char *p;
+    size_t n, cap;
+} textbuf;
+
+static int tb_add(textbuf *b, const char *s, size_t n) {
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 1024;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) return 0;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return 1;
+}
+
+/* Bytes at the end of text that could still grow into a stop string: held back. */
+static size_t stop_prefix_len(const char *text, size_t n, const cli_opts *o) {
+    size_t hold = 0;
+    for (int i = 0; i < o->n_stops; i++) {
+        size_t sl = strlen(o->stops[i]);
+        for (size_t k = sl - 1; k > hold; k--)
+            if (k <= n && !memcmp(text + n - k, o->stops[i], k)) {
+                hold = k;
+                break;
+            }
+    }
+    return hold;
+}
+
+void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int32_t *prompt, int64_t n_prompt,
+                  FILE *out, gen_result *r) {
+    memset(r, 0, sizeof *r);
+    nib_error err;
+    textbuf text = {0};
+    size_t printed = 0;
+    r->n_prompt = n_prompt;
+    for (int64_t i = 0; i < n_prompt; i++) nib_sampler_accept(smp, prompt[i]);
+    double t0 = cli_now_s();
+    if (n_prompt > 0 && nib_ctx_decode(s->ctx, prompt, n_prompt, NULL, &err) != NIB_OK) {
+        fprintf(stderr, "\nnib: %s\n", err.msg);
+        r->stop = GEN_STOP_ERROR;
+        return;
+    }
+    r->t_prompt_s = cli_now_s() - t0;
+    t0 = cli_now_s();
+    nib_detok detok = {0};
+    r->stop = GEN_STOP_LIMIT;
+    for (int64_t i = 0; i < o->n_predict; i++) {
+        int32_t id = nib_sampler_sample(smp, nib_ctx_logits(s->ctx));
+        nib_sampler_accept(smp, id);
+        if (nib_tokenizer_is_eog(s->tok, id)) {
+            r->stop = GEN_STOP_EOG;
+            break;
+        }
+        r->n_gen++;
+        char piece[256];
+        size_t n = nib_detok_push(&detok, s->tok, id, false, piece, sizeof piece);
+        if (!tb_add(&text, piece, n)) {
+            fprintf(stderr, "\nnib: out of memory\n");
+            r->stop = GEN_STOP_ERROR;
+            break;
+        }
+        /* a stop string ends the text just before it */
+        size_t from = printed > 256 ? printed - 256 : 0;
+        char *hit = NULL;
+        for (int k = 0; k < o->n_stops; k++) {
+            char *h = strstr(text.p + from, o->stops[k]);
+            if (h && (!hit || h < hit)) hit = h;
+        }
+        if (hit) {
+            text.n = (size_t)(hit - text.p);
+            text.p[text.n] = 0;
+            r->stop = GEN_STOP_STRING;
+            break;
+        }
+        size_t safe = text.n - stop_prefix_len(text.p, text.n, o);
+        if (out && safe > printed) {
+            fwrite(text.p + printed, 1, safe - printed, out);
+            fflush(out);
+            printed = safe;
+        }
+        if (nib_ctx_pos(s->ctx) >= nib_ctx_n_ctx(s->ctx)) {
+            r->stop = GEN_STOP_CONTEXT;
+            break;
+        }
+        if (i + 1 < o->n_predict && nib_ctx_decode(s->ctx, &id, 1, NULL, &err) != NIB_OK) {
+            fprintf(stderr, "\nnib: %s\n", err.msg);
+            r->stop = GEN_STOP_ERROR;
+            break;
+        }
+    }
+    char tail[16];
+    size_t n = nib_detok_flush(&detok, tail, sizeof tail);
+    if (r->stop != GEN_STOP_STRING && n) tb_add(&text, tail, n);
+    if (out && text.n > printed) fwrite(text.p + printed, 1, text.n - printed, out);
+    if (out) fflush(out);
+    r->t_gen_s = cli_now_s() - t0;
+    r->text = text.p ? text.p : strdup("");
+    if (r->stop == GEN_STOP_CONTEXT)
+        fprintf(stderr, "\nnib: stopped: the context of %d tokens is full (use -c to enlarge it)\n",
+                nib_ctx_n_ctx(s->ctx));
+}
+
+void cli_print_speed(const gen_result *r) {
+    fprintf(stderr, "\nnib: prompt %lld tokens in %.3f s (%.1f tokens/s); generated %lld tokens in %.3f s (%.1f tokens/s)\n",
+            (long long)r->n_prompt, r->t_prompt_s, r->t_prompt_s > 0 ? (double)r->n_prompt / r->t_prompt_s : 0.0,
+            (long long)r->n_gen, r->t_gen_s, r->t_gen_s > 0 ? (double)r->n_gen / r->t_gen_s : 0.0);
+}

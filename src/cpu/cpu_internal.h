@@ -1,0 +1,102 @@
+/* Inside the CPU backend: the kernel table's shape and every kernel's name.
+ *
+ * Kernels come in three kinds, all with the format table's conventions
+ * (quant/types.h):
+ *   vec_dot    float f(n, w, a): one weight row (n elements in the weight
+ *              format) against one activation row already in the activation
+ *              format. For F32/F16/BF16 weights the activation is the float X
+ *              row itself (act_f32 below): converting X to F16 first would
+ *              lose bits for nothing.
+ *   vec_dot_x4 void f(n, w, a, a_stride, out): the same for four activation
+ *              rows (a, a + a_stride, ...) into out[0..3], decoding each weight
+ *              block once (prompt processing). It must give each token exactly
+ *              what vec_dot of the same level gives it, so a token's result does
+ *              not depend on the batch (tests/test_cpu.c checks bit equality).
+ *   quantize   the activation quantizer, bit-identical to the reference
+ *              quantizer of that activation type.
+ *
+ * The SIMD kernels live in files named *_avx2.c / *_avx512.c, which the
+ * Makefile compiles with the matching -m flags; nothing else is, so the rest of
+ * the library runs on any x86-64 and the kernels are reached only through the
+ * table, after the CPU said it has the instructions.
+ */
+#ifndef NIB_CPU_INTERNAL_H
+#define NIB_CPU_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu/cpu.h"
+#include "quant/types.h"
+
+#define NIB_SIMD_LEVELS 3
+
+typedef void (*cpu_vec_dot_x4_fn)(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+
+/* What nib_cpu_matmul runs for one weight type at the active level. */
+typedef struct cpu_kernel {
+    nib_vec_dot_fn vec_dot;     /* weight row . activation row */
+    cpu_vec_dot_x4_fn vec_dot_x4; /* the same level's 4-row version, or NULL */
+    bool act_f32;               /* activation is the float X row as given */
+    nib_type act_type;          /* otherwise: the format X is quantized to */
+    nib_quantize_fn quantize;   /* and its quantizer (NULL when act_f32) */
+    size_t act_block_bytes;     /* bytes per act_block_elems of activation */
+    int64_t act_block_elems;
+} cpu_kernel;
+
+/* Fills *k for wtype at the active SIMD level: the best kernel at or below it,
+ * else the format table's scalar reference. false if wtype has no row. */
+bool cpu_kernel_get(nib_type wtype, cpu_kernel *k);
+/* The same at an explicit level (tests and the bench compare levels). */
+bool cpu_kernel_get_at(nib_type wtype, nib_simd_level level, cpu_kernel *k);
+/* true when a kernel written for exactly this level exists for wtype (tests
+ * use it to say which kernels they compared rather than re-testing a fallback). */
+bool cpu_kernel_has_level(nib_type wtype, nib_simd_level level);
+/* The activation quantizer of act_type at a level (tests compare these). */
+nib_quantize_fn cpu_act_quantizer(nib_type act_type, nib_simd_level level);
+
+/* ---- scalar kernels of this backend (dot_float.c) ----------------------------
+ * Float weights against float X, summed in fp32 in element order. */
+float cpu_dot_f16_f32(int64_t n, const void *w, const void *x);
+float cpu_dot_bf16_f32(int64_t n, const void *w, const void *x);
+
+/* ---- AVX2 + FMA + F16C ----------------------------------------------------------- */
+void cpu_quantize_q8_0_avx2(const float *x, void *dst, int64_t n);
+void cpu_quantize_q8_1_avx2(const float *x, void *dst, int64_t n);
+void cpu_quantize_q8_K_avx2(const float *x, void *dst, int64_t n);
+
+float cpu_dot_f32_f32_avx2(int64_t n, const void *w, const void *x);
+float cpu_dot_f16_f32_avx2(int64_t n, const void *w, const void *x);
+float cpu_dot_bf16_f32_avx2(int64_t n, const void *w, const void *x);
+
+float cpu_dot_q4_0_q8_0_avx2(int64_t n, const void *w, const void *a);
+float cpu_dot_q4_1_q8_1_avx2(int64_t n, const void *w, const void *a);
+float cpu_dot_q5_0_q8_0_avx2(int64_t n, const void *w, const void *a);
+float cpu_dot_q5_1_q8_1_avx2(int64_t n, const void *w, const void *a);
+float cpu_dot_q8_0_q8_0_avx2(int64_t n, const void *w, const void *a);
+
+float cpu_dot_q4_K_q8_K_avx2(int64_t n, const void *w, const void *a);
+float cpu_dot_q5_K_q8_K_avx2(int64_t n, const void *w, const void *a);
+float cpu_dot_q6_K_q8_K_avx2(int64_t n, const void *w, const void *a);
+
+void cpu_dot_q4_0_q8_0_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q4_1_q8_1_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q5_0_q8_0_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q5_1_q8_1_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q8_0_q8_0_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q4_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q5_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q6_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+
+/* ---- AVX-512 F/BW/VL + VNNI -------------------------------------------------------- */
+float cpu_dot_q4_0_q8_0_avx512(int64_t n, const void *w, const void *a);
+float cpu_dot_q8_0_q8_0_avx512(int64_t n, const void *w, const void *a);
+float cpu_dot_q4_K_q8_K_avx512(int64_t n, const void *w, const void *a);
+float cpu_dot_q6_K_q8_K_avx512(int64_t n, const void *w, const void *a);
+void cpu_dot_q4_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q8_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q4_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q6_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+
+#endif

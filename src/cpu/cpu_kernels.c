@@ -1,0 +1,168 @@
+/* The CPU kernel table and the choice of SIMD level.
+ *
+ * One row per weight type that has a kernel of its own, keyed by nib_type
+ * like the format table, with one vec_dot per SIMD level. A NULL entry falls
+ * back to the level below, and the scalar level to the format table's
+ * reference vec_dot, so every type of the format table computes (slowly where
+ * nobody wrote a kernel yet). To add a kernel: write it in the *_avx2.c or
+ * *_avx512.c file of its family, declare it in cpu_internal.h, put it in its
+ * row here, and tests/test_cpu.c compares it with the reference.
+ *
+ * The level is detected once (__builtin_cpu_supports also checks that the OS
+ * saves the wide registers), lowered by NIB_SIMD=scalar|avx2 if set, and
+ * kept in an atomic so tests may change it between calls. Resolving a row is
+ * a few loads, so it is done per matmul call rather than cached: there is then
+ * no second, mutable table to keep in step with the level.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu_internal.h"
+#include "quant/formats.h"
+
+typedef struct cpu_type_row {
+    bool act_f32;                               /* dot with float X (float weight formats) */
+    nib_vec_dot_fn dot[NIB_SIMD_LEVELS];        /* NULL: use the level below */
+    cpu_vec_dot_x4_fn dot_x4[NIB_SIMD_LEVELS];  /* 4-token twin of dot[] at the same level */
+} cpu_type_row;
+
+#define L_SCALAR NIB_SIMD_SCALAR
+#define L_AVX2 NIB_SIMD_AVX2
+#define L_512 NIB_SIMD_AVX512_VNNI
+
+static const cpu_type_row type_rows[NIB_TYPE_COUNT] = {
+    /* Float weights dot with the float activations directly. The scalar F32
+     * reference already takes floats; F16/BF16 get scalar twins here because
+     * the format table pairs them with F16/BF16 activations. */
+    [NIB_TYPE_F32] = {true, {[L_SCALAR] = nib_vec_dot_f32_f32, [L_AVX2] = cpu_dot_f32_f32_avx2}, {0}},
+    [NIB_TYPE_F16] = {true, {[L_SCALAR] = cpu_dot_f16_f32, [L_AVX2] = cpu_dot_f16_f32_avx2}, {0}},
+    [NIB_TYPE_BF16] = {true, {[L_SCALAR] = cpu_dot_bf16_f32, [L_AVX2] = cpu_dot_bf16_f32_avx2}, {0}},
+
+    [NIB_TYPE_Q4_0] = {false, {[L_AVX2] = cpu_dot_q4_0_q8_0_avx2, [L_512] = cpu_dot_q4_0_q8_0_avx512},
+                       {[L_AVX2] = cpu_dot_q4_0_q8_0_x4_avx2, [L_512] = cpu_dot_q4_0_q8_0_x4_avx512}},
+    [NIB_TYPE_Q4_1] = {false, {[L_AVX2] = cpu_dot_q4_1_q8_1_avx2}, {[L_AVX2] = cpu_dot_q4_1_q8_1_x4_avx2}},
+    [NIB_TYPE_Q5_0] = {false, {[L_AVX2] = cpu_dot_q5_0_q8_0_avx2}, {[L_AVX2] = cpu_dot_q5_0_q8_0_x4_avx2}},
+    [NIB_TYPE_Q5_1] = {false, {[L_AVX2] = cpu_dot_q5_1_q8_1_avx2}, {[L_AVX2] = cpu_dot_q5_1_q8_1_x4_avx2}},
+    [NIB_TYPE_Q8_0] = {false, {[L_AVX2] = cpu_dot_q8_0_q8_0_avx2, [L_512] = cpu_dot_q8_0_q8_0_avx512},
+                       {[L_AVX2] = cpu_dot_q8_0_q8_0_x4_avx2, [L_512] = cpu_dot_q8_0_q8_0_x4_avx512}},
+    [NIB_TYPE_Q4_K] = {false, {[L_AVX2] = cpu_dot_q4_K_q8_K_avx2, [L_512] = cpu_dot_q4_K_q8_K_avx512},
+                       {[L_AVX2] = cpu_dot_q4_K_q8_K_x4_avx2, [L_512] = cpu_dot_q4_K_q8_K_x4_avx512}},
+    [NIB_TYPE_Q5_K] = {false, {[L_AVX2] = cpu_dot_q5_K_q8_K_avx2}, {[L_AVX2] = cpu_dot_q5_K_q8_K_x4_avx2}},
+    [NIB_TYPE_Q6_K] = {false, {[L_AVX2] = cpu_dot_q6_K_q8_K_avx2, [L_512] = cpu_dot_q6_K_q8_K_avx512},
+                       {[L_AVX2] = cpu_dot_q6_K_q8_K_x4_avx2, [L_512] = cpu_dot_q6_K_q8_K_x4_avx512}},
+};
+
+/* Activation quantizers by activation type and level; NULL falls back the
+ * same way, down to the format table's reference quantizer. The AVX-512 level
+ * reuses the AVX2 ones: quantizing X is a sliver of a matmul's time. */
+static const nib_quantize_fn act_rows[NIB_TYPE_COUNT][NIB_SIMD_LEVELS] = {
+    [NIB_TYPE_Q8_0] = {[L_AVX2] = cpu_quantize_q8_0_avx2},
+    [NIB_TYPE_Q8_1] = {[L_AVX2] = cpu_quantize_q8_1_avx2},
+    [NIB_TYPE_Q8_K] = {[L_AVX2] = cpu_quantize_q8_K_avx2},
+};
+
+/* ---- the level ------------------------------------------------------------------ */
+
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+static nib_simd_level detected_level;
+static atomic_int active_level;
+
+static nib_simd_level detect(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
+        return NIB_SIMD_SCALAR;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+        return NIB_SIMD_AVX512_VNNI;
+    return NIB_SIMD_AVX2;
+#else
+    return NIB_SIMD_SCALAR;
+#endif
+}
+
+static void detect_init(void) {
+    detected_level = detect();
+    nib_simd_level l = detected_level;
+    /* read once: the environment is configuration, not a hot-path switch */
+    const char *env = getenv("NIB_SIMD");
+    if (env) {
+        if (!strcmp(env, "scalar")) l = NIB_SIMD_SCALAR;
+        else if (!strcmp(env, "avx2") && l > NIB_SIMD_AVX2) l = NIB_SIMD_AVX2;
+    }
+    atomic_store(&active_level, (int)l);
+}
+
+nib_simd_level nib_cpu_detect_simd(void) {
+    pthread_once(&detect_once, detect_init);
+    return detected_level;
+}
+
+nib_simd_level nib_cpu_simd_level(void) {
+    pthread_once(&detect_once, detect_init);
+    return (nib_simd_level)atomic_load_explicit(&active_level, memory_order_relaxed);
+}
+
+nib_simd_level nib_cpu_set_simd_level(nib_simd_level l) {
+    pthread_once(&detect_once, detect_init);
+    if ((int)l < NIB_SIMD_SCALAR) l = NIB_SIMD_SCALAR;
+    if (l > detected_level) l = detected_level;
+    return (nib_simd_level)atomic_exchange(&active_level, (int)l);
+}
+
+const char *nib_simd_level_name(nib_simd_level l) {
+    static const char *const names[NIB_SIMD_LEVELS] = {"scalar", "avx2", "avx512-vnni"};
+    return (int)l >= 0 && (int)l < NIB_SIMD_LEVELS ? names[l] : "unknown";
+}
+
+/* ---- resolving a row ----------------------------------------------------------- */
+
+nib_quantize_fn cpu_act_quantizer(nib_type act_type, nib_simd_level level) {
+    const nib_type_traits *at = nib_type_traits_get((int)act_type);
+    if (!at) return NULL;
+    if (level > nib_cpu_detect_simd()) level = nib_cpu_detect_simd();
+    for (int l = (int)level; l > NIB_SIMD_SCALAR; l--)
+        if (act_rows[act_type][l]) return act_rows[act_type][l];
+    return at->quantize;
+}
+
+bool cpu_kernel_get_at(nib_type wtype, nib_simd_level level, cpu_kernel *k) {
+    const nib_type_traits *tt = nib_type_traits_get((int)wtype);
+    if (!tt) return false;
+    /* never hand out a kernel this CPU cannot run, whatever the caller asks */
+    if (level > nib_cpu_detect_simd()) level = nib_cpu_detect_simd();
+    if ((int)level < NIB_SIMD_SCALAR) level = NIB_SIMD_SCALAR;
+    const cpu_type_row *row = &type_rows[wtype];
+    memset(k, 0, sizeof *k);
+    k->vec_dot = tt->vec_dot;
+    for (int l = (int)level; l >= NIB_SIMD_SCALAR; l--) {
+        if (row->dot[l]) {
+            k->vec_dot = row->dot[l];
+            k->vec_dot_x4 = row->dot_x4[l];  /* only the same level's: see cpu_internal.h */
+            break;
+        }
+    }
+    k->act_f32 = row->act_f32;
+    if (k->act_f32) {
+        k->act_type = NIB_TYPE_F32;
+        k->act_block_elems = 1;
+        k->act_block_bytes = sizeof(float);
+        return true;
+    }
+    const nib_type_traits *at = nib_type_traits_get((int)tt->vec_dot_type);
+    if (!at) return false;
+    k->act_type = tt->vec_dot_type;
+    k->quantize = cpu_act_quantizer(k->act_type, level);
+    k->act_block_elems = at->block_elems;
+    k->act_block_bytes = at->block_bytes;
+    return k->quantize != NULL;
+}
+
+bool cpu_kernel_get(nib_type wtype, cpu_kernel *k) { return cpu_kernel_get_at(wtype, nib_cpu_simd_level(), k); }
+
+bool cpu_kernel_has_level(nib_type wtype, nib_simd_level level) {
+    if ((int)wtype < 0 || wtype >= NIB_TYPE_COUNT || (int)level < 0 || (int)level >= NIB_SIMD_LEVELS) return false;
+    return type_rows[wtype].dot[level] != NULL;
+}

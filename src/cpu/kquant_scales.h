@@ -1,0 +1,52 @@
+/* Scale unpacking shared by the K-quant SIMD kernels (dot_kquant_avx2.c,
+ * dot_avx512.c). Include only from files compiled with at least -mavx2. */
+#ifndef NIB_CPU_KQUANT_SCALES_H
+#define NIB_CPU_KQUANT_SCALES_H
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "quant/blocks.h"
+
+/* Q4_K / Q5_K: the 12 packed bytes hold eight 6-bit scales and eight 6-bit
+ * minimums (layout in quant/q_k.c). Read as three 32-bit words they unpack
+ * with masks and shifts, four at a time: out[0..1] = the eight scales as
+ * bytes, out[2..3] = the eight minimums. */
+static inline void kq_unpack_scales_mins(const uint8_t *packed, uint32_t out[4]) {
+    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+    uint32_t s[3];
+    memcpy(s, packed, 12);
+    out[0] = s[0] & low6;                                         /* sc 0..3: bytes 0..3, bits 0-5 */
+    out[1] = (s[2] & low4) | (((s[0] >> 6) & low2) << 4);        /* sc 4..7: bytes 8..11 low, 0..3 top */
+    out[2] = s[1] & low6;                                         /* m 0..3: bytes 4..7, bits 0-5 */
+    out[3] = ((s[2] >> 4) & low4) | (((s[1] >> 6) & low2) << 4); /* m 4..7: bytes 8..11 high, 4..7 top */
+}
+
+/* The minimum term of one Q4_K/Q5_K super-block before scaling:
+ * sum_j m_j * (bsums[2j] + bsums[2j+1]), as 4 int32 partial sums. */
+static inline __m128i kq_min_sum(const uint32_t sm[4], const block_q8_K *y) {
+    const __m128i mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sm[3], (int)sm[2]));
+    const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+    const __m128i sums32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+    return _mm_madd_epi16(mins, sums32);
+}
+
+/* The eight Q4_K/Q5_K scales as int16 in one 128-bit register. */
+static inline __m128i kq_scales16(const uint32_t sm[4]) {
+    return _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sm[1], (int)sm[0]));
+}
+
+/* Q6_K's -32 offset of every quant, summed over a super-block:
+ * sum_j sc_j * bsums_j (16 sub-blocks), as 8 int32 partial sums. */
+static inline __m256i kq_q6_offset_sum(const __m128i scales8, const block_q8_K *y) {
+    return _mm256_madd_epi16(_mm256_cvtepi8_epi16(scales8), _mm256_loadu_si256((const __m256i *)y->bsums));
+}
+
+static inline float kq_hsum_f32x4(__m128 v) {
+    v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+    v = _mm_add_ss(v, _mm_movehdup_ps(v));
+    return _mm_cvtss_f32(v);
+}
+
+#endif

@@ -1,0 +1,188 @@
+/* Matrix products Y = X W^T on the CPU, and row lookup.
+ *
+ * Two phases, each one nib_pool_run:
+ *  1. Quantize every X row once to the weight format's activation type
+ *     (Q8_0, Q8_1 or Q8_K) into the caller's scratch; threads split the
+ *     tokens. Float weight formats skip this and read X directly.
+ *  2. Threads split the output rows into chunks and claim them from an
+ *     atomic counter: a thread that gets less of a core than the others (a
+ *     busy machine, a thread that woke late) simply claims fewer chunks. No
+ *     chunk is pre-assigned, so a worker that is not scheduled at all costs
+ *     only its check-in at the end, not a chunk's worth of waiting.
+ *
+ * For several tokens a chunk is walked token block by token block, and inside
+ * a block every weight row is dotted with all the block's tokens before the
+ * next row: the row (a few KB) is then read from memory once and from L1 for
+ * the other tokens, and the block's activations (sized to fit in L2) are
+ * reused by every row of the chunk. Four tokens at a time go through the
+ * kernel's x4 form where it has one, which decodes each weight block once for
+ * all four. Prompt processing is bound by arithmetic this way, not by reading
+ * the weights once per token.
+ *
+ * Nothing here allocates: the job lives on the caller's stack and the
+ * activations in the caller's scratch.
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "cpu/cpu_internal.h"
+
+/* Cache budget for a token block's activations and for a chunk's weights
+ * when several tokens are processed: a quarter of a typical 1-2 MB L2 each,
+ * leaving room for the rest. */
+#define L2_BUDGET_BYTES (256 * 1024)
+
+/* Chunks per thread to aim for, so uneven progress (another process, SMT
+ * siblings, a slower core) evens out without many atomic claims. */
+#define CHUNKS_PER_THREAD 4
+
+typedef struct quantize_job {
+    nib_quantize_fn quantize;
+    const float *X;
+    int64_t n_in, n_tok;
+    uint8_t *A;
+    size_t a_row_bytes;
+} quantize_job;
+
+static void quantize_rows(void *arg, int ith, int nth) {
+    const quantize_job *j = arg;
+    const int64_t t0 = j->n_tok * ith / nth, t1 = j->n_tok * (ith + 1) / nth;
+    for (int64_t t = t0; t < t1; t++) j->quantize(j->X + t * j->n_in, j->A + (size_t)t * j->a_row_bytes, j->n_in);
+}
+
+typedef struct matmul_job {
+    nib_vec_dot_fn vec_dot;
+    cpu_vec_dot_x4_fn vec_dot_x4;   /* NULL: one token at a time */
+    const uint8_t *W;
+    size_t w_row_bytes;
+    const uint8_t *A;           /* activations: quantized rows, or X itself */
+    size_t a_row_bytes;
+    int64_t n_in, n_out, n_tok;
+    float *Y;
+    int64_t chunk_rows, n_chunks;
+    int64_t tok_block;          /* tokens per block (see the header comment) */
+    atomic_llong next_chunk;
+} matmul_job;
+
+/* Decode reads each weight byte once, from DRAM. Measured on a Xeon (bench,
+ * 1 thread): without help the core alternates between waiting for the row and
+ * computing on it (time ~ compute + transfer); asking for the row
+ * PREFETCH_ROWS ahead lets the two overlap. NIB_CPU_PREFETCH_ROWS=0 at build
+ * time turns it off, for the lab. */
+#ifndef NIB_CPU_PREFETCH_ROWS
+#define NIB_CPU_PREFETCH_ROWS 2
+#endif
+#define PREFETCH_ROWS NIB_CPU_PREFETCH_ROWS
+
+static inline void prefetch_row(const uint8_t *p, size_t bytes, int in_chunk) {
+    if (PREFETCH_ROWS == 0 || !in_chunk) return;
+    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 3);
+}
+
+static void matmul_chunk(const matmul_job *j, int64_t c) {
+    const int64_t r0 = c * j->chunk_rows;
+    const int64_t r1 = r0 + j->chunk_rows < j->n_out ? r0 + j->chunk_rows : j->n_out;
+    if (j->n_tok == 1) {
+        const uint8_t *w = j->W + (size_t)r0 * j->w_row_bytes;
+        for (int64_t r = r0; r < r1; r++, w += j->w_row_bytes) {
+            prefetch_row(w + PREFETCH_ROWS * j->w_row_bytes, j->w_row_bytes, r + PREFETCH_ROWS < r1);
+            j->Y[r] = j->vec_dot(j->n_in, w, j->A);
+        }
+        return;
+    }
+    for (int64_t t0 = 0; t0 < j->n_tok; t0 += j->tok_block) {
+        const int64_t t1 = t0 + j->tok_block < j->n_tok ? t0 + j->tok_block : j->n_tok;
+        const uint8_t *w = j->W + (size_t)r0 * j->w_row_bytes;
+        for (int64_t r = r0; r < r1; r++, w += j->w_row_bytes) {
+            const uint8_t *a = j->A + (size_t)t0 * j->a_row_bytes;
+            int64_t t = t0;
+            if (j->vec_dot_x4) {
+                for (; t + 4 <= t1; t += 4, a += 4 * j->a_row_bytes) {
+                    float out[4];
+                    j->vec_dot_x4(j->n_in, w, a, j->a_row_bytes, out);
+                    for (int k = 0; k < 4; k++) j->Y[(t + k) * j->n_out + r] = out[k];
+                }
+            }
+            for (; t < t1; t++, a += j->a_row_bytes) j->Y[t * j->n_out + r] = j->vec_dot(j->n_in, w, a);
+        }
+    }
+}
+
+static void matmul_rows(void *arg, int ith, int nth) {
+    matmul_job *j = arg;
+    (void)ith, (void)nth;
+    for (int64_t c; (c = atomic_fetch_add_explicit(&j->next_chunk, 1, memory_order_relaxed)) < j->n_chunks;)
+        matmul_chunk(j, c);
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Bytes of one activation row, or 0 when n_in is not whole activation blocks. */
+static size_t act_row_bytes(const cpu_kernel *k, int64_t n_in) {
+    if (n_in % k->act_block_elems != 0) return 0;
+    return (size_t)(n_in / k->act_block_elems) * k->act_block_bytes;
+}
+
+size_t nib_cpu_matmul_scratch_bytes(nib_type wtype, int64_t n_in, int64_t n_tok) {
+    cpu_kernel k;
+    if (!cpu_kernel_get(wtype, &k) || k.act_f32 || n_in <= 0 || n_tok <= 0) return 0;
+    const size_t row = act_row_bytes(&k, n_in);
+    if (row == 0 || (uint64_t)n_tok > SIZE_MAX / row) return 0;
+    return row * (size_t)n_tok;
+}
+
+nib_status nib_cpu_matmul(nib_pool *pool, nib_type wtype, const void *W, int64_t n_in, int64_t n_out,
+                          const float *X, int64_t n_tok, float *Y, void *scratch) {
+    cpu_kernel k;
+    if (!cpu_kernel_get(wtype, &k)) return NIB_ERR_UNSUPPORTED;
+    size_t w_row_bytes;
+    if (n_in <= 0 || n_out < 0 || n_tok < 0 || !nib_row_bytes(wtype, n_in, &w_row_bytes)) return NIB_ERR_ARG;
+    if (n_out == 0 || n_tok == 0) return NIB_OK;
+    if (!W || !X || !Y) return NIB_ERR_ARG;
+    const size_t a_row = act_row_bytes(&k, n_in);
+    if (a_row == 0) return NIB_ERR_ARG;
+
+    const uint8_t *A = (const uint8_t *)X;
+    if (!k.act_f32) {
+        if (!scratch) return NIB_ERR_ARG;
+        quantize_job q = {k.quantize, X, n_in, n_tok, scratch, a_row};
+        /* one row is a few microseconds: not worth waking the pool for */
+        if (n_tok == 1) quantize_rows(&q, 0, 1);
+        else nib_pool_run(pool, quantize_rows, &q);
+        A = scratch;
+    }
+
+    const int nth = nib_pool_size(pool);
+    matmul_job j = {
+        .vec_dot = k.vec_dot, .vec_dot_x4 = k.vec_dot_x4, .W = W, .w_row_bytes = w_row_bytes, .A = A, .a_row_bytes = a_row,
+        .n_in = n_in, .n_out = n_out, .n_tok = n_tok, .Y = Y,
+    };
+    /* Rows per chunk: an even share split CHUNKS_PER_THREAD ways; with several
+     * tokens also small enough that the chunk's weights stay in L2 while the
+     * token blocks go by. A multiple of 4 keeps neighbouring threads' output
+     * writes mostly off each other's cache lines. */
+    int64_t rows = ceil_div(n_out, (int64_t)nth * CHUNKS_PER_THREAD);
+    if (n_tok > 1) {
+        const int64_t fit = (int64_t)(L2_BUDGET_BYTES / w_row_bytes);
+        if (rows > fit) rows = fit;
+    }
+    rows = ceil_div(rows < 1 ? 1 : rows, 4) * 4;
+    j.chunk_rows = rows;
+    j.n_chunks = ceil_div(n_out, rows);
+    int64_t tb = (int64_t)(L2_BUDGET_BYTES / a_row);
+    j.tok_block = tb < 1 ? 1 : (tb > n_tok ? n_tok : tb);
+    atomic_init(&j.next_chunk, 0);
+    nib_pool_run(pool, matmul_rows, &j);
+    return NIB_OK;
+}
+
+nib_status nib_cpu_get_row(nib_type wtype, const void *W, int64_t n_in, int64_t row, float *out) {
+    const nib_type_traits *tt = nib_type_traits_get((int)wtype);
+    if (!tt) return NIB_ERR_UNSUPPORTED;
+    size_t row_bytes;
+    if (n_in <= 0 || row < 0 || !nib_row_bytes(wtype, n_in, &row_bytes)) return NIB_ERR_ARG;
+    if (!W || !out) return NIB_ERR_ARG;
+    if (row_bytes != 0 && (uint64_t)row > SIZE_MAX / row_bytes) return NIB_ERR_ARG;
+    tt->dequantize((const uint8_t *)W + (size_t)row * row_bytes, out, n_in);
+    return NIB_OK;
+}

@@ -1,0 +1,15 @@
+/* The per-architecture functions the table in model_arch.c points to. */
+#ifndef NIB_MODEL_ARCH_H
+#define NIB_MODEL_ARCH_H
+
+#include "model/model.h"
+
+nib_status nib_arch_llama_hparams(nib_loader *ld, nib_hparams *hp);
+nib_status nib_arch_qwen2_hparams(nib_loader *ld, nib_hparams *hp);
+nib_status nib_arch_qwen2_bind(nib_loader *ld, nib_model *m, int il, nib_layer *l);
+nib_status nib_arch_qwen3_hparams(nib_loader *ld, nib_hparams *hp);
+nib_status nib_arch_qwen3_bind(nib_loader *ld, nib_model *m, int il, nib_layer *l);
+nib_status nib_arch_gemma3_hparams(nib_loader *ld, nib_hparams *hp);
+nib_status nib_arch_gemma3_bind(nib_loader *ld, nib_model *m, int il, nib_layer *l);
+
+#endif

@@ -1,0 +1,294 @@
+/* The CPU forward step: one decoder block for every architecture, its
+ * optional pieces switched by what the model bound (biases, QK-norm, sandwich
+ * norms) and by hyperparameters (activation, RoPE ordering, window).
+ *
+ * Buffers are sized once in nib_ctx_new for n_batch tokens; the token loop
+ * never allocates. */
+#include "model/context.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "ops/ops.h"
+
+struct nib_ctx {
+    const nib_model *m;
+    nib_pool *pool;
+    int32_t n_ctx, n_batch, pos;
+    int kv_f16;
+    size_t kv_elem;           /* bytes per cached element */
+    int64_t kv_k_row, kv_v_row; /* elements per position: n_head_kv * head_dim */
+    uint8_t *k_cache;         /* (n_layer, n_ctx, kv_k_row) */
+    uint8_t *v_cache;         /* (n_layer, n_ctx, kv_v_row) */
+
+    float *x;                 /* (n_batch, n_embd) the residual stream */
+    float *xn;                /* (n_batch, n_embd) normed input of a sub-block */
+    float *q;                 /* (n_batch, n_head * hd_k) */
+    float *k;                 /* (n_batch, n_head_kv * hd_k) */
+    float *v;                 /* (n_batch, n_head_kv * hd_v) */
+    float *att;               /* (n_batch, n_head * hd_v) attention output */
+    float *o;                 /* (n_batch, n_embd) sub-block output */
+    float *gate, *up;         /* (n_batch, n_ff) */
+    float *scores;            /* (n_threads, n_ctx) softmax scratch per thread */
+    float *logits;            /* (n_vocab) last position */
+    void *mm_scratch;         /* activation quantization for the matmuls */
+    int n_threads;
+};
+
+/* ---- setup --------------------------------------------------------------------- */
+
+static size_t mm_scratch_for(const nib_weight *w, int64_t n_tok) {
+    return w->data ? nib_cpu_matmul_scratch_bytes(w->type, w->ne[0], n_tok) : 0;
+}
+
+static void *alloc_bytes(uint64_t a, uint64_t b, uint64_t *total, nib_error *err, const char *what) {
+    uint64_t n;
+    if (!nib_mul_u64(a, b, &n) || n > SIZE_MAX) {
+        nib_error_set(err, NIB_ERR_NOMEM, "%s: size overflows", what);
+        return NULL;
+    }
+    void *p = malloc(n ? (size_t)n : 1);
+    if (!p)
+        nib_error_set(err, NIB_ERR_NOMEM, "out of host memory allocating %s: %llu bytes needed (%llu allocated so far)",
+                      what, (unsigned long long)n, (unsigned long long)*total);
+    *total += n;
+    return p;
+}
+
+nib_ctx *nib_ctx_new(const nib_model *m, const nib_ctx_params *p, nib_error *err) {
+    const nib_hparams *hp = &m->hp;
+    nib_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        nib_error_set(err, NIB_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    c->m = m;
+    c->n_ctx = p->n_ctx > 0 ? p->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+    c->n_batch = p->n_batch > 0 ? p->n_batch : 256;
+    if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
+    c->kv_f16 = !p->kv_f32;
+    c->kv_elem = c->kv_f16 ? 2 : 4;
+    c->kv_k_row = (int64_t)hp->n_head_kv * hp->head_dim_k;
+    c->kv_v_row = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    c->pool = nib_pool_new(p->n_threads, err);
+    if (!c->pool) goto fail;
+    c->n_threads = nib_pool_size(c->pool);
+
+    uint64_t total = 0, B = (uint64_t)c->n_batch;
+    uint64_t kv_pos = (uint64_t)hp->n_layer * (uint64_t)c->n_ctx;
+    if (!(c->k_cache = alloc_bytes(kv_pos, (uint64_t)c->kv_k_row * c->kv_elem, &total, err, "the K cache")) ||
+        !(c->v_cache = alloc_bytes(kv_pos, (uint64_t)c->kv_v_row * c->kv_elem, &total, err, "the V cache")) ||
+        !(c->x = alloc_bytes(B, (uint64_t)hp->n_embd * 4, &total, err, "activations")) ||
+        !(c->xn = alloc_bytes(B, (uint64_t)hp->n_embd * 4, &total, err, "activations")) ||
+        !(c->o = alloc_bytes(B, (uint64_t)hp->n_embd * 4, &total, err, "activations")) ||
+        !(c->q = alloc_bytes(B, (uint64_t)hp->n_head * hp->head_dim_k * 4, &total, err, "queries")) ||
+        !(c->k = alloc_bytes(B, (uint64_t)c->kv_k_row * 4, &total, err, "keys")) ||
+        !(c->v = alloc_bytes(B, (uint64_t)c->kv_v_row * 4, &total, err, "values")) ||
+        !(c->att = alloc_bytes(B, (uint64_t)hp->n_head * hp->head_dim_v * 4, &total, err, "attention output")) ||
+        !(c->gate = alloc_bytes(B, (uint64_t)hp->n_ff * 4, &total, err, "feed-forward")) ||
+        !(c->up = alloc_bytes(B, (uint64_t)hp->n_ff * 4, &total, err, "feed-forward")) ||
+        !(c->scores = alloc_bytes((uint64_t)c->n_threads, (uint64_t)c->n_ctx * 4, &total, err, "attention scores")) ||
+        !(c->logits = alloc_bytes((uint64_t)hp->n_vocab, 4, &total, err, "logits")))
+        goto fail;
+    /* the largest activation scratch any matmul of this model needs */
+    size_t mm = mm_scratch_for(&m->output, 1);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const nib_layer *l = &m->layers[il];
+        const nib_weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+            size_t s = mm_scratch_for(ws[i], c->n_batch);
+            if (s > mm) mm = s;
+        }
+    }
+    if (!(c->mm_scratch = alloc_bytes(1, mm, &total, err, "matmul scratch"))) goto fail;
+    return c;
+fail:
+    nib_ctx_free(c);
+    return NULL;
+}
+
+void nib_ctx_free(nib_ctx *c) {
+    if (!c) return;
+    nib_pool_free(c->pool);
+    free(c->k_cache), free(c->v_cache), free(c->x), free(c->xn), free(c->o), free(c->q), free(c->k), free(c->v);
+    free(c->att), free(c->gate), free(c->up), free(c->scores), free(c->logits), free(c->mm_scratch);
+    free(c);
+}
+
+int32_t nib_ctx_n_ctx(const nib_ctx *c) { return c->n_ctx; }
+int32_t nib_ctx_pos(const nib_ctx *c) { return c->pos; }
+int nib_ctx_n_threads(const nib_ctx *c) { return c->n_threads; }
+void nib_ctx_truncate(nib_ctx *c, int32_t pos) {
+    if (pos >= 0 && pos < c->pos) c->pos = pos;
+}
+uint64_t nib_ctx_kv_bytes(const nib_ctx *c) {
+    return (uint64_t)c->m->hp.n_layer * (uint64_t)c->n_ctx * (uint64_t)(c->kv_k_row + c->kv_v_row) * c->kv_elem;
+}
+const float *nib_ctx_logits(const nib_ctx *c) { return c->logits; }
+
+/* ---- pieces of the step ---------------------------------------------------------- */
+
+static nib_status matmul(nib_ctx *c, const nib_weight *w, const float *X, int64_t n_tok, float *Y, nib_error *err) {
+    nib_status s = nib_cpu_matmul(c->pool, w->type, w->data, w->ne[0], w->ne[1], X, n_tok, Y, c->mm_scratch);
+    if (s != NIB_OK)
+        return nib_error_set(err, s, "matmul of '%s' (%s, %lld x %lld) failed", w->name ? w->name : "?",
+                             nib_type_name(w->type), (long long)w->ne[0], (long long)w->ne[1]);
+    return NIB_OK;
+}
+
+static void add_bias(float *y, const nib_weight *b, int64_t n_tok, int64_t n) {
+    if (!b->data) return;
+    const float *bias = b->data;
+    for (int64_t t = 0; t < n_tok; t++)
+        for (int64_t i = 0; i < n; i++) y[t * n + i] += bias[i];
+}
+
+/* RMSNorm each of n_tok * n_groups vectors of size n (per-head QK-norm when n_groups > 1). */
+static void norm_rows(float *y, const float *x, const nib_weight *w, int64_t rows, int64_t n, float eps) {
+    for (int64_t r = 0; r < rows; r++) nib_rmsnorm(y + r * n, x + r * n, w ? w->data : NULL, n, eps);
+}
+
+typedef struct attn_job {
+    nib_ctx *c;
+    const nib_layer *l;
+    int il;
+    int64_t n_tok;
+    int32_t pos0;
+} attn_job;
+
+/* One (token, query head) pair per work item, spread over the threads. */
+static void attn_worker(void *arg, int ith, int nth) {
+    const attn_job *j = arg;
+    nib_ctx *c = j->c;
+    const nib_hparams *hp = &c->m->hp;
+    int64_t items = j->n_tok * hp->n_head;
+    int group = hp->n_head / hp->n_head_kv;
+    float *scores = c->scores + (int64_t)ith * c->n_ctx;
+    const uint8_t *kl = c->k_cache + (uint64_t)j->il * c->n_ctx * c->kv_k_row * c->kv_elem;
+    const uint8_t *vl = c->v_cache + (uint64_t)j->il * c->n_ctx * c->kv_v_row * c->kv_elem;
+    for (int64_t it = ith; it < items; it += nth) {
+        int64_t t = it / hp->n_head, h = it % hp->n_head, kvh = h / group;
+        int64_t p = j->pos0 + t;  /* this query's position: it sees [j0, p] */
+        int64_t j0 = j->l->window > 0 && p + 1 > j->l->window ? p + 1 - j->l->window : 0;
+        nib_attention_head(c->att + (t * hp->n_head + h) * hp->head_dim_v,
+                           c->q + (t * hp->n_head + h) * hp->head_dim_k,
+                           kl + (uint64_t)kvh * hp->head_dim_k * c->kv_elem,
+                           vl + (uint64_t)kvh * hp->head_dim_v * c->kv_elem, c->kv_k_row, c->kv_f16, hp->head_dim_k,
+                           hp->head_dim_v, j0, p + 1, hp->attn_scale, scores);
+    }
+}
+
+static void store_kv(nib_ctx *c, int il, int32_t pos0, int64_t n_tok) {
+    for (int64_t t = 0; t < n_tok; t++) {
+        uint64_t kpos = ((uint64_t)il * c->n_ctx + (uint64_t)(pos0 + t));
+        const float *ks = c->k + t * c->kv_k_row, *vs = c->v + t * c->kv_v_row;
+        if (c->kv_f16) {
+            nib_fp16 *kd = (nib_fp16 *)c->k_cache + kpos * c->kv_k_row;
+            nib_fp16 *vd = (nib_fp16 *)c->v_cache + kpos * c->kv_v_row;
+            for (int64_t i = 0; i < c->kv_k_row; i++) kd[i] = nib_f32_to_fp16(ks[i]);
+            for (int64_t i = 0; i < c->kv_v_row; i++) vd[i] = nib_f32_to_fp16(vs[i]);
+        } else {
+            memcpy((float *)c->k_cache + kpos * c->kv_k_row, ks, (size_t)c->kv_k_row * 4);
+            memcpy((float *)c->v_cache + kpos * c->kv_v_row, vs, (size_t)c->kv_v_row * 4);
+        }
+    }
+}
+
+static nib_status attention_block(nib_ctx *c, const nib_layer *l, int il, int64_t n_tok, nib_error *err) {
+    const nib_model *m = c->m;
+    const nib_hparams *hp = &m->hp;
+    int64_t E = hp->n_embd, QD = (int64_t)hp->n_head * hp->head_dim_k;
+    nib_status s;
+    norm_rows(c->xn, c->x, &l->attn_norm, n_tok, E, hp->norm_eps);
+    if ((s = matmul(c, &l->wq, c->xn, n_tok, c->q, err))) return s;
+    if ((s = matmul(c, &l->wk, c->xn, n_tok, c->k, err))) return s;
+    if ((s = matmul(c, &l->wv, c->xn, n_tok, c->v, err))) return s;
+    add_bias(c->q, &l->bq, n_tok, QD);
+    add_bias(c->k, &l->bk, n_tok, c->kv_k_row);
+    add_bias(c->v, &l->bv, n_tok, c->kv_v_row);
+    if (l->q_norm.data) norm_rows(c->q, c->q, &l->q_norm, n_tok * hp->n_head, hp->head_dim_k, hp->norm_eps);
+    if (l->k_norm.data) norm_rows(c->k, c->k, &l->k_norm, n_tok * hp->n_head_kv, hp->head_dim_k, hp->norm_eps);
+    nib_rope rope = {hp->n_rot, hp->rope_kind == NIB_ROPE_NEOX, l->rope_base, l->rope_scale,
+                     m->rope_freqs.data ? (const float *)m->rope_freqs.data : NULL};
+    for (int64_t t = 0; t < n_tok; t++) {
+        for (int32_t h = 0; h < hp->n_head; h++) nib_rope_apply(c->q + (t * hp->n_head + h) * hp->head_dim_k, c->pos + t, &rope);
+        for (int32_t h = 0; h < hp->n_head_kv; h++)
+            nib_rope_apply(c->k + (t * hp->n_head_kv + h) * hp->head_dim_k, c->pos + t, &rope);
+    }
+    store_kv(c, il, c->pos, n_tok);
+    attn_job job = {c, l, il, n_tok, c->pos};
+    nib_pool_run(c->pool, attn_worker, &job);
+    if ((s = matmul(c, &l->wo, c->att, n_tok, c->o, err))) return s;
+    if (l->post_attn_norm.data) norm_rows(c->o, c->o, &l->post_attn_norm, n_tok, E, hp->norm_eps);
+    for (int64_t i = 0; i < n_tok * E; i++) c->x[i] += c->o[i];
+    return NIB_OK;
+}
+
+static nib_status ffn_block(nib_ctx *c, const nib_layer *l, int64_t n_tok, nib_error *err) {
+    const nib_hparams *hp = &c->m->hp;
+    int64_t E = hp->n_embd, F = hp->n_ff;
+    nib_status s;
+    norm_rows(c->xn, c->x, &l->ffn_norm, n_tok, E, hp->norm_eps);
+    if ((s = matmul(c, &l->gate, c->xn, n_tok, c->gate, err))) return s;
+    if ((s = matmul(c, &l->up, c->xn, n_tok, c->up, err))) return s;
+    if (hp->ffn_act == NIB_FFN_GELU_TANH) nib_geglu_tanh(c->gate, c->up, n_tok * F);
+    else nib_swiglu(c->gate, c->up, n_tok * F);
+    if ((s = matmul(c, &l->down, c->gate, n_tok, c->o, err))) return s;
+    if (l->post_ffn_norm.data) norm_rows(c->o, c->o, &l->post_ffn_norm, n_tok, E, hp->norm_eps);
+    for (int64_t i = 0; i < n_tok * E; i++) c->x[i] += c->o[i];
+    return NIB_OK;
+}
+
+/* Final norm and LM head for n rows of x starting at row r0, into out (n, n_vocab). */
+static nib_status head(nib_ctx *c, int64_t r0, int64_t n, float *out, nib_error *err) {
+    const nib_hparams *hp = &c->m->hp;
+    norm_rows(c->xn, c->x + r0 * hp->n_embd, &c->m->output_norm, n, hp->n_embd, hp->norm_eps);
+    for (int64_t i = 0; i < n; i++) {
+        nib_status s = matmul(c, &c->m->output, c->xn + i * hp->n_embd, 1, out + i * hp->n_vocab, err);
+        if (s) return s;
+    }
+    if (hp->logit_softcap > 0.0f)
+        for (int64_t i = 0; i < n * hp->n_vocab; i++)
+            out[i] = hp->logit_softcap * tanhf(out[i] / hp->logit_softcap);
+    return NIB_OK;
+}
+
+static nib_status forward_batch(nib_ctx *c, const int32_t *tokens, int64_t n_tok, float *all_logits, nib_error *err) {
+    const nib_model *m = c->m;
+    const nib_hparams *hp = &m->hp;
+    nib_status s;
+    for (int64_t t = 0; t < n_tok; t++) {
+        if (tokens[t] < 0 || tokens[t] >= hp->n_vocab)
+            return nib_error_set(err, NIB_ERR_ARG, "token id %d is outside the vocabulary of %d", tokens[t], hp->n_vocab);
+        float *row = c->x + t * hp->n_embd;
+        if ((s = nib_cpu_get_row(m->tok_embd.type, m->tok_embd.data, hp->n_embd, tokens[t], row)))
+            return nib_error_set(err, s, "embedding lookup of token %d failed", tokens[t]);
+        if (hp->embd_scale != 1.0f)
+            for (int64_t i = 0; i < hp->n_embd; i++) row[i] *= hp->embd_scale;
+    }
+    for (int il = 0; il < hp->n_layer; il++) {
+        const nib_layer *l = &m->layers[il];
+        if ((s = attention_block(c, l, il, n_tok, err))) return s;
+        if ((s = ffn_block(c, l, n_tok, err))) return s;
+    }
+    if (all_logits && (s = head(c, 0, n_tok, all_logits, err))) return s;
+    if ((s = head(c, n_tok - 1, 1, c->logits, err))) return s;
+    c->pos += (int32_t)n_tok;
+    return NIB_OK;
+}
+
+nib_status nib_ctx_decode(nib_ctx *c, const int32_t *tokens, int64_t n, float *all_logits, nib_error *err) {
+    if (n <= 0) return nib_error_set(err, NIB_ERR_ARG, "nothing to decode");
+    if (n > (int64_t)c->n_ctx - c->pos)
+        return nib_error_set(err, NIB_ERR_ARG,
+                             "%lld tokens do not fit: the context holds %d positions and %d are used",
+                             (long long)n, c->n_ctx, c->pos);
+    for (int64_t i = 0; i < n; i += c->n_batch) {
+        int64_t b = n - i < c->n_batch ? n - i : c->n_batch;
+        nib_status s = forward_batch(c, tokens + i, b, all_logits ? all_logits + i * c->m->hp.n_vocab : NULL, err);
+        if (s) return s;
+    }
+    return NIB_OK;
+}

@@ -1,0 +1,34 @@
+/* An inference context: a KV cache, the compute buffers (sized once, here),
+ * the thread pool, and the forward step over a batch of tokens. */
+#ifndef NIB_MODEL_CONTEXT_H
+#define NIB_MODEL_CONTEXT_H
+
+#include "cpu/cpu.h"
+#include "model/model.h"
+
+typedef struct nib_ctx_params {
+    int32_t n_ctx;     /* KV cache positions; 0 = min(model's training context, 4096) */
+    int32_t n_batch;   /* most tokens one forward step takes (prompt chunks); 0 = 256 */
+    int n_threads;     /* <= 0: one per CPU */
+    bool kv_f32;       /* KV cache in fp32 instead of fp16 */
+} nib_ctx_params;
+
+typedef struct nib_ctx nib_ctx;
+
+nib_ctx *nib_ctx_new(const nib_model *m, const nib_ctx_params *p, nib_error *err);
+void nib_ctx_free(nib_ctx *c);
+
+int32_t nib_ctx_n_ctx(const nib_ctx *c);
+int nib_ctx_n_threads(const nib_ctx *c);
+int32_t nib_ctx_pos(const nib_ctx *c);           /* tokens in the cache */
+void nib_ctx_truncate(nib_ctx *c, int32_t pos);  /* forget positions >= pos */
+uint64_t nib_ctx_kv_bytes(const nib_ctx *c);
+
+/* Run tokens (any count; split into batches of n_batch) at the next positions.
+ * all_logits: NULL, or room for n * n_vocab floats to receive every
+ * position's logits. The last position's logits are always kept. A batch that
+ * would pass the end of the context is an error naming both numbers. */
+nib_status nib_ctx_decode(nib_ctx *c, const int32_t *tokens, int64_t n, float *all_logits, nib_error *err);
+const float *nib_ctx_logits(const nib_ctx *c);   /* (n_vocab) of the last token decoded */
+
+#endif

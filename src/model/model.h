@@ -1,0 +1,125 @@
+/* A loaded model: hyperparameters, the weights bound by name to a struct per
+ * layer, and what makes one architecture differ from another, as data.
+ *
+ * Data flows file -> gguf -> (this) model weights -> backend forward step.
+ * Each architecture (arch_*.c) reads its own hyperparameters and says which
+ * optional pieces it has (biases, QK-norm, post-norms, activation, RoPE
+ * ordering, sliding window pattern); the decoder block in forward_cpu.c runs
+ * any combination of them.
+ */
+#ifndef NIB_MODEL_H
+#define NIB_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nib.h"
+
+typedef struct nib_weight {
+    const char *name;  /* for messages; NULL when the tensor is absent */
+    nib_type type;
+    int64_t ne[4];     /* ne[0] = row length (input features) */
+    const void *data;  /* into the mapped file */
+} nib_weight;
+
+typedef enum nib_ffn_act {
+    NIB_FFN_SILU = 0,   /* SwiGLU: silu(gate) * up */
+    NIB_FFN_GELU_TANH,  /* GeGLU: gelu_tanh(gate) * up (Gemma) */
+} nib_ffn_act;
+
+typedef enum nib_rope_kind {
+    NIB_ROPE_NORM = 0,  /* rotate pairs (2i, 2i+1): llama */
+    NIB_ROPE_NEOX,      /* rotate pairs (i, i + d/2): qwen2/3, gemma3 */
+} nib_rope_kind;
+
+typedef struct nib_layer {
+    nib_weight attn_norm;       /* (n_embd) */
+    nib_weight wq, wk, wv, wo;  /* (n_embd, n_head*hd_k) (n_embd, n_head_kv*hd_k) (n_embd, n_head_kv*hd_v) (n_head*hd_v, n_embd) */
+    nib_weight bq, bk, bv;      /* optional biases (qwen2): (n_head*hd_k) ... */
+    nib_weight q_norm, k_norm;  /* optional per-head RMSNorm (qwen3, gemma3): (hd_k) */
+    nib_weight post_attn_norm;  /* optional (gemma3): (n_embd) */
+    nib_weight ffn_norm;        /* (n_embd) */
+    nib_weight gate, up, down;  /* (n_embd, n_ff) (n_embd, n_ff) (n_ff, n_embd) */
+    nib_weight post_ffn_norm;   /* optional (gemma3): (n_embd) */
+
+    /* per-layer attention settings (sliding-window layers differ in Gemma 3) */
+    int32_t window;             /* attend to the last `window` positions; 0 = all */
+    float rope_base;
+    float rope_scale;           /* positions are divided by this (linear scaling) */
+} nib_layer;
+
+typedef struct nib_hparams {
+    char arch_name[32];
+    int32_t n_vocab;
+    int32_t n_ctx_train;
+    int32_t n_embd;
+    int32_t n_layer;
+    int32_t n_head;
+    int32_t n_head_kv;
+    int32_t head_dim_k;         /* key/query head size */
+    int32_t head_dim_v;
+    int32_t n_ff;
+    int32_t n_rot;              /* rotated dimensions per head (<= head_dim_k) */
+    float norm_eps;
+    float attn_scale;           /* multiplies q.k; usually 1/sqrt(head_dim_k) */
+    float embd_scale;           /* multiplies the embedding row; 1 except Gemma (sqrt(n_embd)) */
+    float logit_softcap;        /* final logits: c * tanh(x / c); 0 = off */
+    nib_rope_kind rope_kind;
+    nib_ffn_act ffn_act;
+} nib_hparams;
+
+typedef struct nib_model {
+    nib_gguf *gguf;             /* owns the mapping all weights point into */
+    nib_hparams hp;
+    nib_weight tok_embd;        /* (n_embd, n_vocab) */
+    nib_weight output_norm;     /* (n_embd) */
+    nib_weight output;          /* (n_embd, n_vocab); tok_embd when tied */
+    nib_weight rope_freqs;      /* optional (n_rot/2) frequency divisors (Llama 3.1 rope scaling) */
+    nib_layer *layers;          /* (n_layer) */
+    uint64_t weight_bytes;      /* bytes of all weights a decode step reads */
+} nib_model;
+
+/* ---- architectures as data ---------------------------------------------------
+ * One row per architecture (model_arch.c). read_hparams fills what is
+ * specific to it; bind_extra binds its optional tensors. To add an
+ * architecture: write arch_<name>.c with these two functions, add a row. */
+typedef struct nib_loader nib_loader;
+
+typedef struct nib_arch_desc {
+    const char *name;  /* general.architecture */
+    nib_status (*read_hparams)(nib_loader *ld, nib_hparams *hp);
+    nib_status (*bind_layer)(nib_loader *ld, nib_model *m, int il, nib_layer *l);
+} nib_arch_desc;
+
+const nib_arch_desc *nib_arch_find(const char *name);
+const char *nib_arch_supported_list(void);  /* "llama, qwen2, qwen3, gemma3" */
+
+/* ---- loader helpers, shared by the arch files ------------------------------------- */
+struct nib_loader {
+    const nib_gguf *g;
+    const char *arch;      /* key prefix */
+    nib_error *err;
+    uint8_t *used;         /* (n_tensors) which tensors were bound */
+};
+
+/* "<arch>.<suffix>" as u32/f32, required or with a default. */
+nib_status nib_ld_u32(nib_loader *ld, const char *suffix, int32_t *out);
+nib_status nib_ld_u32_or(nib_loader *ld, const char *suffix, int32_t def, int32_t *out);
+nib_status nib_ld_f32(nib_loader *ld, const char *suffix, float *out);
+nib_status nib_ld_f32_or(nib_loader *ld, const char *suffix, float def, float *out);
+
+/* Bind a tensor by name with an exact expected shape (ne1 = 0 for 1-D).
+ * Missing (when required) or wrong shape/type: an error naming the tensor. */
+nib_status nib_ld_weight(nib_loader *ld, nib_weight *w, const char *name, int64_t ne0, int64_t ne1, bool required);
+/* Same for "blk.<il>.<suffix>". */
+nib_status nib_ld_layer_weight(nib_loader *ld, nib_weight *w, int il, const char *suffix, int64_t ne0, int64_t ne1,
+                               bool required);
+
+/* The shared layer binding: norms, q/k/v/o, ffn (every architecture has these). */
+nib_status nib_bind_common_layer(nib_loader *ld, nib_model *m, int il, nib_layer *l);
+
+/* ---- the model -------------------------------------------------------------------- */
+nib_model *nib_model_load(const char *path, nib_error *err);
+void nib_model_free(nib_model *m);
+
+#endif

@@ -1,0 +1,21 @@
+/* The architecture table. To add an architecture: write arch_<name>.c with
+ * its read_hparams (and bind_layer for optional tensors), declare it below,
+ * add a row. */
+#include <string.h>
+
+#include "model/arch.h"
+
+static const nib_arch_desc arch_table[] = {
+    {"llama", nib_arch_llama_hparams, NULL},
+    {"qwen2", nib_arch_qwen2_hparams, nib_arch_qwen2_bind},
+    {"qwen3", nib_arch_qwen3_hparams, nib_arch_qwen3_bind},
+    {"gemma3", nib_arch_gemma3_hparams, nib_arch_gemma3_bind},
+};
+
+const nib_arch_desc *nib_arch_find(const char *name) {
+    for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
+        if (!strcmp(arch_table[i].name, name)) return &arch_table[i];
+    return NULL;
+}
+
+const char *nib_arch_supported_list(void) { return "llama (Llama, SmolLM2, Mistral), qwen2, qwen3, gemma3"; }

@@ -1,0 +1,688 @@
+/* The CPU backend: thread pool, activation quantizers, SIMD dot kernels and
+ * matrix products, each against its reference.
+ *
+ *  - Thread pool: every index runs exactly once per job, over many jobs,
+ *    including jobs that find the workers asleep.
+ *  - Activation quantizers (Q8_0, Q8_1, Q8_K): SIMD output bit-identical to the
+ *    reference quantizers, on normal data, exact rounding ties and sign ties.
+ *  - Dot kernels: every kernel of every SIMD level this CPU has, against the
+ *    format table's scalar vec_dot on random valid blocks and on quantized
+ *    normal data (never zeros). Levels the CPU lacks are skipped with a reason.
+ *  - Matmul: every format of the format table, several shapes (n_out not a
+ *    multiple of the chunk, n_tok 1, 3, 17), 1 and several threads, at the
+ *    scalar and the best level, against a float64 reference; outputs poisoned
+ *    with NaN before each call so an unwritten element fails.
+ *
+ * Tolerances. The integer part of every quantized dot is exact in both the
+ * kernel and the reference, so they differ only in fp32 rounding: each adds
+ * the same block terms (d_w * d_a * sumi, and for the formats with an offset
+ * the minimum terms m * sum(a)) in a different order and with or without FMA.
+ * A term costs at most 4 roundings to form (fp16 scale products, the int to
+ * float conversion, the product), and a sum of N terms in any order is off by
+ * at most (N - 1) u sum|term| (u = 2^-24, first order). So
+ *     |kernel - exact|, |reference - exact| <= (N + 4) u M
+ * where N is the longest chain of adds (at most 2 per block, plus 16 for the
+ * lane and horizontal sums) and M = sum over terms of |term| <=
+ * sum_i (|d q_i| + |min_i|) |a_i|, computed from dequantized values (for the
+ * offset formats the minimum part is found by dequantizing the block with its
+ * scale d set to 0). Hence
+ *     |kernel - reference| <= 2 (2 n_blocks + 20) u M, with a little slack.
+ * The float64 reference of the matmul test sees one implementation's error,
+ * plus, for Q8_1 activations, the rounding of s = d sum(q) to fp16 against
+ * the values dequantized with d rounded to fp16: up to 2^-10 |m| sum|a| per
+ * block (the reference format's own inexactness, not the kernel's).
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/fp16.h"
+#include "cpu/cpu.h"
+#include "cpu/cpu_internal.h"
+#include "nib.h"
+#include "quant/blocks.h"
+#include "quant/types.h"
+#include "test.h"
+
+#define U32 (1.0 / 16777216.0) /* fp32 unit roundoff, 2^-24 */
+
+static const nib_type_traits *tr(nib_type t) { return nib_type_traits_get((int)t); }
+
+static size_t row_bytes(nib_type t, int64_t n) {
+    size_t b = 0;
+    nib_row_bytes(t, n, &b);
+    return b;
+}
+
+static void poison(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] = NAN;
+}
+
+static void random_normal(float *x, int64_t n, double scale) {
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(scale * rng_normal());
+}
+
+/* ---- random valid blocks ---------------------------------------------------------
+ * Random bytes, then every fp16 scale overwritten with a finite non-zero value
+ * of random sign (byte offsets are ggml's layouts), as tests/test_formats.c. */
+
+static const int16_t fp16_scale_off[NIB_TYPE_COUNT][2] = {
+    [NIB_TYPE_Q4_0] = {0, -1},    [NIB_TYPE_Q4_1] = {0, 2},     [NIB_TYPE_Q5_0] = {0, -1},
+    [NIB_TYPE_Q5_1] = {0, 2},     [NIB_TYPE_Q8_0] = {0, -1},    [NIB_TYPE_Q8_1] = {0, 2},
+    [NIB_TYPE_Q2_K] = {80, 82},   [NIB_TYPE_Q3_K] = {108, -1},  [NIB_TYPE_Q4_K] = {0, 2},
+    [NIB_TYPE_Q5_K] = {0, 2},     [NIB_TYPE_Q6_K] = {208, -1},  [NIB_TYPE_Q8_K] = {-1, -1},
+    [NIB_TYPE_IQ2_XXS] = {0, -1}, [NIB_TYPE_IQ2_XS] = {0, -1},  [NIB_TYPE_IQ2_S] = {0, -1},
+    [NIB_TYPE_IQ3_XXS] = {0, -1}, [NIB_TYPE_IQ3_S] = {0, -1},   [NIB_TYPE_IQ1_S] = {0, -1},
+    [NIB_TYPE_IQ1_M] = {-1, -1},  [NIB_TYPE_IQ4_NL] = {0, -1},  [NIB_TYPE_IQ4_XS] = {0, -1},
+    [NIB_TYPE_TQ1_0] = {52, -1},  [NIB_TYPE_TQ2_0] = {64, -1},  [NIB_TYPE_MXFP4] = {-1, -1},
+    [NIB_TYPE_F32] = {-1, -1},    [NIB_TYPE_F16] = {-1, -1},    [NIB_TYPE_BF16] = {-1, -1},
+};
+
+/* Offset of the scale d in the formats with a minimum (x = d*q + min): with
+ * d zeroed, dequantizing gives the minimum part alone. -1: no minimum. */
+static int affine_d_offset(nib_type t) {
+    switch (t) {
+    case NIB_TYPE_Q4_1: case NIB_TYPE_Q5_1: case NIB_TYPE_Q4_K: case NIB_TYPE_Q5_K: return 0;
+    case NIB_TYPE_Q2_K: return 80;
+    default: return -1;
+    }
+}
+
+/* |x| in [2^-12, 2^-2], random sign */
+static nib_fp16 random_scale(void) {
+    double mag = exp2(-12.0 + 10.0 * rng_uniform());
+    return nib_f32_to_fp16((float)((rng_u64() & 1) ? -mag : mag));
+}
+
+static void random_blocks(nib_type t, uint8_t *dst, int64_t n) {
+    const nib_type_traits *tt = tr(t);
+    for (int64_t b = 0; b < n / tt->block_elems; b++) {
+        uint8_t *blk = dst + b * tt->block_bytes;
+        if (tt->block_elems == 1) { /* plain floats */
+            float v = (float)rng_normal();
+            if (t == NIB_TYPE_F32) memcpy(blk, &v, 4);
+            else {
+                uint16_t h = t == NIB_TYPE_F16 ? nib_f32_to_fp16(v) : nib_f32_to_bf16(v);
+                memcpy(blk, &h, 2);
+            }
+            continue;
+        }
+        rng_bytes(blk, tt->block_bytes);
+        for (int k = 0; k < 2; k++) {
+            if (fp16_scale_off[t][k] < 0) continue;
+            nib_fp16 h = random_scale();
+            memcpy(blk + fp16_scale_off[t][k], &h, 2);
+        }
+        if (t == NIB_TYPE_IQ1_M) { /* its fp16 scale is the top nibbles of the scale words */
+            nib_fp16 h = random_scale();
+            block_iq1_m *q = (block_iq1_m *)blk;
+            for (int k = 0; k < 4; k++)
+                q->scales[2 * k + 1] = (uint8_t)((q->scales[2 * k + 1] & 0x0f) | (((h >> (4 * k)) & 0xf) << 4));
+        } else if (t == NIB_TYPE_MXFP4) { /* E8M0 exponent near 1 */
+            blk[0] = (uint8_t)(112 + rng_u64() % 24);
+        } else if (t == NIB_TYPE_Q8_K) {
+            block_q8_K *q = (block_q8_K *)blk;
+            q->d = nib_fp16_to_f32(random_scale());
+            for (int g = 0; g < QK_K / 16; g++) {
+                int s = 0;
+                for (int i = 0; i < 16; i++) s += q->qs[16 * g + i];
+                q->bsums[g] = (int16_t)s;
+            }
+        }
+    }
+}
+
+/* A weight row: random valid blocks, or (odd calls) quantized normal data
+ * with a random per-row scale, where the format has a quantizer. */
+static void weight_row(nib_type t, uint8_t *dst, int64_t n, int quantized) {
+    const nib_type_traits *tt = tr(t);
+    if (quantized && tt->quantize) {
+        static float src[16384];
+        random_normal(src, n, exp2(-6.0 + 6.0 * rng_uniform()));
+        tt->quantize(src, dst, n);
+    } else {
+        random_blocks(t, dst, n);
+    }
+}
+
+/* Activations: normal data with a random scale and a few outliers (as real
+ * hidden states have), quantized by the reference quantizer. */
+static void activation_floats(float *x, int64_t n) {
+    random_normal(x, n, exp2(-4.0 + 8.0 * rng_uniform()));
+    for (int k = 0; k < 3; k++) x[rng_u64() % (uint64_t)n] *= 20.0f;
+}
+
+/* M (see the header comment): sum_i (|w_i - min_i| + |min_i|) |a_i| and the
+ * minimum part alone sum_i |min_i| |a_i|. a are dequantized activations. */
+static void magnitudes(nib_type t, const uint8_t *wq, const float *a, int64_t n, double *M, double *M_min) {
+    static float w[16384], mn[16384];
+    static uint8_t tmp[16384 * 4];
+    const nib_type_traits *tt = tr(t);
+    tt->dequantize(wq, w, n);
+    int off = affine_d_offset(t);
+    if (off >= 0) {
+        size_t rb = row_bytes(t, n);
+        memcpy(tmp, wq, rb);
+        for (int64_t b = 0; b < n / tt->block_elems; b++) memset(tmp + b * tt->block_bytes + off, 0, 2);
+        tt->dequantize(tmp, mn, n);
+    } else {
+        for (int64_t i = 0; i < n; i++) mn[i] = 0.0f;
+    }
+    double m = 0, mm = 0;
+    for (int64_t i = 0; i < n; i++) {
+        m += (fabs((double)w[i] - mn[i]) + fabs((double)mn[i])) * fabs((double)a[i]);
+        mm += fabs((double)mn[i]) * fabs((double)a[i]);
+    }
+    *M = m;
+    *M_min = mm;
+}
+
+/* ---- SIMD levels --------------------------------------------------------------------- */
+
+static void test_simd_levels(void) {
+    nib_simd_level det = nib_cpu_detect_simd();
+    printf("      detected: %s, active: %s\n", nib_simd_level_name(det), nib_simd_level_name(nib_cpu_simd_level()));
+    nib_simd_level prev = nib_cpu_set_simd_level(NIB_SIMD_SCALAR);
+    CHECK(nib_cpu_simd_level() == NIB_SIMD_SCALAR, "set scalar");
+    nib_cpu_set_simd_level(NIB_SIMD_AVX512_VNNI);
+    CHECK(nib_cpu_simd_level() == det, "a level above the CPU's is clamped to it");
+    nib_cpu_set_simd_level(prev);
+    /* every type of the format table resolves at every level */
+    for (int t = 0; t < NIB_TYPE_COUNT; t++) {
+        if (!tr((nib_type)t)) continue;
+        for (int l = 0; l < 3; l++) {
+            cpu_kernel k;
+            CHECK(cpu_kernel_get_at((nib_type)t, (nib_simd_level)l, &k) && k.vec_dot, "%s level %d has no kernel",
+                  tr((nib_type)t)->name, l);
+        }
+    }
+}
+
+/* ---- thread pool ------------------------------------------------------------------- */
+
+typedef struct {
+    atomic_int counts[64];
+    atomic_int bad_nth;
+    int expect_nth;
+} pool_ctx;
+
+static void count_job(void *arg, int ith, int nth) {
+    pool_ctx *c = arg;
+    if (nth != c->expect_nth || ith < 0 || ith >= nth) atomic_fetch_add(&c->bad_nth, 1);
+    else atomic_fetch_add(&c->counts[ith], 1);
+}
+
+static void test_pool_runs_every_index_once(void) {
+    static const int sizes[] = {1, 2, 3, 5};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        nib_error err;
+        nib_pool *p = nib_pool_new(sizes[s], &err);
+        CHECK(p != NULL, "pool of %d: %s", sizes[s], err.msg);
+        if (!p) continue;
+        CHECK(nib_pool_size(p) == sizes[s], "pool size %d", nib_pool_size(p));
+        static pool_ctx c;
+        for (int i = 0; i < 64; i++) atomic_init(&c.counts[i], 0);
+        atomic_init(&c.bad_nth, 0);
+        c.expect_nth = sizes[s];
+        const int runs = 3000;
+        for (int r = 0; r < runs; r++) {
+            nib_pool_run(p, count_job, &c);
+            /* every index must be done when run returns, not just eventually */
+            for (int i = 0; i < sizes[s]; i++)
+                if (atomic_load(&c.counts[i]) != r + 1) {
+                    CHECK(0, "pool %d run %d: index %d ran %d times", sizes[s], r, i, atomic_load(&c.counts[i]));
+                    r = runs;
+                    break;
+                }
+            /* now and then let the workers fall asleep (longer than their spin) */
+            if (r % 1000 == 999) usleep(3000);
+        }
+        CHECK(atomic_load(&c.bad_nth) == 0, "pool %d: %d calls with a wrong ith/nth", sizes[s], atomic_load(&c.bad_nth));
+        nib_pool_free(p);
+    }
+    /* NULL pool: the caller alone */
+    static pool_ctx c;
+    for (int i = 0; i < 64; i++) atomic_init(&c.counts[i], 0);
+    atomic_init(&c.bad_nth, 0);
+    c.expect_nth = 1;
+    nib_pool_run(NULL, count_job, &c);
+    CHECK(atomic_load(&c.counts[0]) == 1 && atomic_load(&c.bad_nth) == 0, "NULL pool runs once as 0 of 1");
+    CHECK(nib_pool_size(NULL) == 1, "NULL pool has size 1");
+    nib_error err;
+    nib_pool *p = nib_pool_new(0, &err);
+    CHECK(p && nib_pool_size(p) >= 1, "pool of 0 threads means one per CPU");
+    nib_pool_free(p);
+    nib_pool_free(NULL);
+}
+
+/* ---- activation quantizers ------------------------------------------------------------ */
+
+static const nib_type act_types[] = {NIB_TYPE_Q8_0, NIB_TYPE_Q8_1, NIB_TYPE_Q8_K};
+
+/* Data with the cases where a careless SIMD quantizer goes wrong. */
+static void tricky_activations(float *x, int64_t n, int kind) {
+    switch (kind) {
+    case 0: /* normal, random scale, outliers */
+        activation_floats(x, n);
+        break;
+    case 1: /* rounding ties: block amax 127 makes d = 1, so k + 0.5 is an exact tie */
+        for (int64_t i = 0; i < n; i++) x[i] = (float)((int)(rng_u64() % 200) - 100) + 0.5f;
+        for (int64_t i = 0; i < n; i += 32) x[i] = 127.0f;
+        break;
+    case 2: /* sign ties of the largest magnitude: the first one decides Q8_K's sign */
+        random_normal(x, n, 1.0);
+        for (int64_t i = 0; i < n; i += 256) {
+            x[i + 1 + rng_u64() % 100] = (rng_u64() & 1) ? 9.0f : -9.0f;
+            x[i + 101 + rng_u64() % 100] = (rng_u64() & 1) ? 9.0f : -9.0f;
+        }
+        break;
+    case 3: /* an all-zero block among normal ones (the 1/d = 0 branch) */
+        random_normal(x, n, 1.0);
+        for (int64_t i = 0; i < 256 && i < n; i++) x[i] = 0.0f;
+        break;
+    default: /* tiny and huge magnitudes (subnormal fp16 scales, large ones) */
+        random_normal(x, n, (kind & 1) ? 1e-6 : 1e4);
+        break;
+    }
+}
+
+static void check_act_quantizers(nib_simd_level level) {
+    enum { N = 4096 };
+    static float x[N];
+    static uint8_t ref[N * 2], got[N * 2];
+    rng_seed(101);
+    for (size_t k = 0; k < sizeof act_types / sizeof act_types[0]; k++) {
+        nib_type t = act_types[k];
+        nib_quantize_fn fast = cpu_act_quantizer(t, level);
+        CHECK(fast && fast != tr(t)->quantize, "%s has no %s quantizer", tr(t)->name, nib_simd_level_name(level));
+        if (!fast) continue;
+        int diffs = 0;
+        for (int rep = 0; rep < 300; rep++) {
+            int kind = rep % 6;
+            int64_t n = kind == 0 ? 256 * (1 + (int64_t)(rng_u64() % 16)) : N;
+            tricky_activations(x, n, kind);
+            size_t rb = row_bytes(t, n);
+            memset(ref, 0xAA, rb);
+            memset(got, 0x55, rb);
+            tr(t)->quantize(x, ref, n);
+            fast(x, got, n);
+            if (memcmp(ref, got, rb) != 0) {
+                if (diffs < 3) {
+                    size_t i = 0;
+                    while (ref[i] == got[i]) i++;
+                    fprintf(stderr, "    %s kind %d: first differing byte %zu (block %zu): %02x vs %02x\n",
+                            tr(t)->name, kind, i, i / tr(t)->block_bytes, ref[i], got[i]);
+                }
+                diffs++;
+            }
+        }
+        CHECK(diffs == 0, "%s %s quantizer: %d of 300 rows differ from the reference", tr(t)->name,
+              nib_simd_level_name(level), diffs);
+    }
+}
+
+static void test_act_quantizers_avx2(void) {
+    if (nib_cpu_detect_simd() < NIB_SIMD_AVX2) SKIP("this CPU lacks AVX2/FMA/F16C");
+    check_act_quantizers(NIB_SIMD_AVX2);
+}
+
+/* ---- dot kernels -------------------------------------------------------------------- */
+
+/* One kernel on one row against the reference; returns error / tolerance. */
+static double compare_dot(nib_type t, nib_vec_dot_fn fast, const uint8_t *wq, int64_t n, const float *x) {
+    static uint8_t aq[16384 * 2];
+    static float a[16384];
+    const nib_type_traits *tt = tr(t);
+    cpu_kernel k;
+    cpu_kernel_get_at(t, NIB_SIMD_SCALAR, &k);
+    double ref, tol;
+    float got;
+    if (k.act_f32) { /* float weights: against float64 directly, sequential sum (n adds) */
+        static float w[16384];
+        tt->dequantize(wq, w, n);
+        double r = 0, m = 0;
+        for (int64_t i = 0; i < n; i++) {
+            r += (double)w[i] * x[i];
+            m += fabs((double)w[i] * x[i]);
+        }
+        ref = r;
+        tol = (double)(n + 4) * U32 * m * 1.01;
+        got = fast(n, wq, x);
+    } else {
+        const nib_type_traits *at = tr(tt->vec_dot_type);
+        at->quantize(x, aq, n);
+        at->dequantize(aq, a, n);
+        double M, M_min;
+        magnitudes(t, wq, a, n, &M, &M_min);
+        const double nb = (double)(n / tt->block_elems);
+        ref = tt->vec_dot(n, wq, aq);
+        tol = 2.0 * (2.0 * nb + 20.0) * U32 * M * 1.01;
+        got = fast(n, wq, aq);
+    }
+    double err = fabs((double)got - ref);
+    if (!(err <= tol)) return isnan(err) ? INFINITY : err / (tol > 0 ? tol : 1e-300);
+    return tol > 0 ? err / tol : 0.0;
+}
+
+/* The 4-token form must give each token the single-token result bit for bit
+ * (a token's output may not depend on its batch). */
+static void check_x4_matches_single(nib_type t, const cpu_kernel *k) {
+    static uint8_t wq[4096 * 2], aq[4][4096 * 2];
+    static float x[4096];
+    const nib_type_traits *at = tr(k->act_type);
+    int diffs = 0;
+    for (int rep = 0; rep < 50; rep++) {
+        const int64_t n = 256 * (1 + (int64_t)(rng_u64() % 12));
+        const size_t arb = row_bytes(k->act_type, n);
+        weight_row(t, wq, n, rep & 1);
+        for (int r = 0; r < 4; r++) {
+            activation_floats(x, n);
+            at->quantize(x, aq[r], n);
+        }
+        /* rows at a stride, as the matmul lays them out */
+        static uint8_t packed[4 * 4096 * 2];
+        for (int r = 0; r < 4; r++) memcpy(packed + r * arb, aq[r], arb);
+        float four[4] = {NAN, NAN, NAN, NAN};
+        k->vec_dot_x4(n, wq, packed, arb, four);
+        for (int r = 0; r < 4; r++) {
+            float one = k->vec_dot(n, wq, aq[r]);
+            diffs += memcmp(&one, &four[r], sizeof one) != 0;
+        }
+    }
+    CHECK(diffs == 0, "%s: %d of 200 x4 results differ from the single-token kernel", tr(t)->name, diffs);
+}
+
+static void check_dot_kernels(nib_simd_level level) {
+    static const int64_t blocks[] = {1, 2, 3, 7, 16, 33};
+    static uint8_t wq[16384 * 4];
+    static float x[16384];
+    rng_seed(202 + (uint64_t)level);
+    int tested = 0;
+    for (int ti = 0; ti < NIB_TYPE_COUNT; ti++) {
+        nib_type t = (nib_type)ti;
+        if (!tr(t) || !cpu_kernel_has_level(t, level)) continue;
+        cpu_kernel k;
+        cpu_kernel_get_at(t, level, &k);
+        const nib_type_traits *tt = tr(t);
+        int bad = 0, runs = 0;
+        double worst = 0;
+        for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
+            /* float formats: odd lengths too, for the scalar tails */
+            int64_t n = tt->block_elems == 1 ? 32 * blocks[bi] + (int64_t)bi * 3 : blocks[bi] * tt->block_elems;
+            if (tt->block_elems < 256) n *= 8; /* legacy blocks are short: reach thousands of elements */
+            for (int rep = 0; rep < 60; rep++, runs++) {
+                weight_row(t, wq, n, rep & 1);
+                activation_floats(x, n);
+                double r = compare_dot(t, k.vec_dot, wq, n, x);
+                if (r > 1.0) {
+                    if (bad < 3) fprintf(stderr, "    %s n=%lld rep %d: error %.3g x tolerance\n", tt->name, (long long)n, rep, r);
+                    bad++;
+                }
+                if (r > worst) worst = r;
+            }
+        }
+        CHECK(bad == 0, "%s %s: %d of %d dots outside tolerance", tt->name, nib_simd_level_name(level), bad, runs);
+        if (k.vec_dot_x4) check_x4_matches_single(t, &k);
+        printf("      %-5s %-11s %d rows, worst error/tolerance %.4f\n", tt->name, nib_simd_level_name(level), runs, worst);
+        tested++;
+    }
+    CHECK(tested > 0, "no %s kernels found", nib_simd_level_name(level));
+}
+
+static void test_dot_kernels_avx2(void) {
+    if (nib_cpu_detect_simd() < NIB_SIMD_AVX2) SKIP("this CPU lacks AVX2/FMA/F16C");
+    check_dot_kernels(NIB_SIMD_AVX2);
+}
+
+static void test_dot_kernels_avx512(void) {
+    if (nib_cpu_detect_simd() < NIB_SIMD_AVX512_VNNI)
+        SKIP("this CPU lacks AVX-512 F/BW/VL + VNNI (detected %s); the kernels are compiled, not run",
+             nib_simd_level_name(nib_cpu_detect_simd()));
+    check_dot_kernels(NIB_SIMD_AVX512_VNNI);
+}
+
+/* The kernels must see their extreme codes: all-max nibbles, -128 weights,
+ * maximal 6-bit scales and -128 Q6_K scales, which random bytes reach only
+ * rarely in a given lane. Blocks of all 0xFF / 0x80 bytes with finite scales. */
+static void test_dot_kernels_extremes(void) {
+    nib_simd_level best = nib_cpu_detect_simd();
+    if (best == NIB_SIMD_SCALAR) SKIP("no SIMD level on this CPU");
+    static uint8_t wq[4096 * 2];
+    static float x[4096];
+    rng_seed(303);
+    for (int ti = 0; ti < NIB_TYPE_COUNT; ti++) {
+        nib_type t = (nib_type)ti;
+        const nib_type_traits *tt = tr(t);
+        if (!tt || tt->block_elems == 1) continue;
+        for (int l = NIB_SIMD_AVX2; l <= (int)best; l++) {
+            if (!cpu_kernel_has_level(t, (nib_simd_level)l)) continue;
+            cpu_kernel k;
+            cpu_kernel_get_at(t, (nib_simd_level)l, &k);
+            for (int pat = 0; pat < 3; pat++) {
+                const int64_t n = 1024;
+                static const uint8_t fill[3] = {0xFF, 0x80, 0x7F};
+                memset(wq, fill[pat], row_bytes(t, n));
+                for (int64_t b = 0; b < n / tt->block_elems; b++)
+                    for (int s = 0; s < 2; s++)
+                        if (fp16_scale_off[t][s] >= 0) {
+                            nib_fp16 h = random_scale();
+                            memcpy(wq + b * tt->block_bytes + fp16_scale_off[t][s], &h, 2);
+                        }
+                activation_floats(x, n);
+                double r = compare_dot(t, k.vec_dot, wq, n, x);
+                CHECK(r <= 1.0, "%s %s all-0x%02X blocks: error %.3g x tolerance", tt->name,
+                      nib_simd_level_name((nib_simd_level)l), fill[pat], r);
+            }
+        }
+    }
+}
+
+/* ---- matmul ------------------------------------------------------------------------- */
+
+typedef struct { int64_t n_in, n_out; } shape;
+
+/* Y against float64, for one type, one level, one pool. Returns the worst
+ * error / tolerance; *bad counts outputs outside. */
+static double check_matmul(nib_type t, nib_pool *pool, shape s, int64_t n_tok, int *bad) {
+    const nib_type_traits *tt = tr(t);
+    const size_t wrb = row_bytes(t, s.n_in);
+    uint8_t *W = malloc(wrb * (size_t)s.n_out);
+    float *X = malloc(sizeof(float) * (size_t)(s.n_in * n_tok));
+    float *Y = malloc(sizeof(float) * (size_t)(s.n_out * n_tok));
+    float *A = malloc(sizeof(float) * (size_t)(s.n_in * n_tok)); /* activations as the dot sees them */
+    float *w = malloc(sizeof(float) * (size_t)s.n_in);
+    size_t sb = nib_cpu_matmul_scratch_bytes(t, s.n_in, n_tok);
+    uint8_t *scratch = malloc(sb ? sb : 1);
+    uint8_t *aq = malloc(row_bytes(tt->vec_dot_type, s.n_in) + 1);
+    for (int64_t o = 0; o < s.n_out; o++) weight_row(t, W + (size_t)o * wrb, s.n_in, (int)(o & 1));
+    for (int64_t k = 0; k < n_tok; k++) activation_floats(X + k * s.n_in, s.n_in);
+    cpu_kernel k;
+    cpu_kernel_get(t, &k);
+    const nib_type_traits *at = tr(k.act_type);
+    for (int64_t tk = 0; tk < n_tok; tk++) {
+        if (k.act_f32) memcpy(A + tk * s.n_in, X + tk * s.n_in, sizeof(float) * (size_t)s.n_in);
+        else {
+            at->quantize(X + tk * s.n_in, aq, s.n_in);
+            at->dequantize(aq, A + tk * s.n_in, s.n_in);
+        }
+    }
+    poison(Y, s.n_out * n_tok);
+    nib_status st = nib_cpu_matmul(pool, t, W, s.n_in, s.n_out, X, n_tok, Y, scratch);
+    CHECK(st == NIB_OK, "%s matmul returned %d", tt->name, (int)st);
+    double worst = 0;
+    const double nb = (double)(s.n_in / tt->block_elems);
+    for (int64_t o = 0; o < s.n_out; o++) {
+        const uint8_t *wr = W + (size_t)o * wrb;
+        tt->dequantize(wr, w, s.n_in);
+        for (int64_t tk = 0; tk < n_tok; tk++) {
+            const float *a = A + tk * s.n_in;
+            double ref = 0;
+            for (int64_t i = 0; i < s.n_in; i++) ref += (double)w[i] * a[i];
+            double M, M_min, tol;
+            magnitudes(t, wr, a, s.n_in, &M, &M_min);
+            if (k.act_f32) tol = (double)(s.n_in + 4) * U32 * M * 1.01;
+            else tol = (2.0 * nb + 20.0) * U32 * M * 1.01;
+            if (k.act_type == NIB_TYPE_Q8_1) tol += ldexp(1.0, -10) * M_min * 1.01;
+            double got = Y[tk * s.n_out + o];
+            double err = fabs(got - ref);
+            if (!(err <= tol)) {
+                if (*bad < 3)
+                    fprintf(stderr, "    %s %s %lldx%lld tok %lld/%lld row %lld: %.9g vs float64 %.9g (tol %.3g)\n",
+                            tt->name, nib_simd_level_name(nib_cpu_simd_level()), (long long)s.n_in,
+                            (long long)s.n_out, (long long)tk, (long long)n_tok, (long long)o, got, ref, tol);
+                (*bad)++;
+                worst = isnan(err) ? INFINITY : fmax(worst, err / tol);
+            } else if (tol > 0) {
+                worst = fmax(worst, err / tol);
+            }
+        }
+    }
+    free(W), free(X), free(Y), free(A), free(w), free(scratch), free(aq);
+    return worst;
+}
+
+static void run_matmul_suite(nib_simd_level level, const nib_type *types, int n_types) {
+    nib_simd_level prev = nib_cpu_set_simd_level(level);
+    nib_error err;
+    nib_pool *pools[3] = {NULL, nib_pool_new(2, &err), nib_pool_new(3, &err)};
+    CHECK(pools[1] && pools[2], "pools: %s", err.msg);
+    static const int64_t toks[] = {1, 3, 17};
+    for (int i = 0; i < n_types; i++) {
+        nib_type t = types[i];
+        const nib_type_traits *tt = tr(t);
+        /* n_in one or two blocks of the format (>= 256), n_out with no small
+         * factor so the chunks never divide it */
+        const int64_t be = tt->block_elems >= 256 ? tt->block_elems : 256;
+        const shape shapes[] = {{be, 37}, {2 * be, 131}, {be, 1}};
+        int bad = 0;
+        double worst = 0;
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            for (size_t ki = 0; ki < sizeof toks / sizeof toks[0]; ki++)
+                for (int p = 0; p < 3; p++) {
+                    if (!pools[p] && p) continue;
+                    rng_seed(400 + 17 * (uint64_t)t + 5 * si + ki);
+                    worst = fmax(worst, check_matmul(t, pools[p], shapes[si], toks[ki], &bad));
+                }
+        CHECK(bad == 0, "%s at %s: %d outputs outside tolerance", tt->name, nib_simd_level_name(level), bad);
+        printf("      %-7s %-11s worst error/tolerance %.4f\n", tt->name, nib_simd_level_name(nib_cpu_simd_level()), worst);
+    }
+    nib_pool_free(pools[1]);
+    nib_pool_free(pools[2]);
+    nib_cpu_set_simd_level(prev);
+}
+
+/* Every format of the table, at the scalar level (the fallback path). */
+static void test_matmul_every_format_scalar(void) {
+    nib_type types[NIB_TYPE_COUNT];
+    int n = 0;
+    for (int t = 0; t < NIB_TYPE_COUNT; t++)
+        if (tr((nib_type)t)) types[n++] = (nib_type)t;
+    run_matmul_suite(NIB_SIMD_SCALAR, types, n);
+}
+
+/* Every format again at the best level: SIMD kernels where they exist, the
+ * scalar fallback with SIMD activation quantizers elsewhere. */
+static void test_matmul_every_format_best(void) {
+    if (nib_cpu_detect_simd() == NIB_SIMD_SCALAR) SKIP("no SIMD level on this CPU");
+    nib_type types[NIB_TYPE_COUNT];
+    int n = 0;
+    for (int t = 0; t < NIB_TYPE_COUNT; t++)
+        if (tr((nib_type)t)) types[n++] = (nib_type)t;
+    run_matmul_suite(nib_cpu_detect_simd(), types, n);
+}
+
+/* Larger shapes for the model formats, and 1 vs 3 threads bit for bit: each
+ * output comes from one dot call whichever thread makes it. */
+static void test_matmul_threads_agree(void) {
+    static const nib_type types[] = {NIB_TYPE_Q4_1, NIB_TYPE_Q8_0, NIB_TYPE_Q5_0, NIB_TYPE_Q4_K, NIB_TYPE_Q6_K,
+                                     NIB_TYPE_F16, NIB_TYPE_F32};
+    const int64_t n_in = 1536, n_out = 579, n_tok = 17;
+    nib_error err;
+    nib_pool *pool = nib_pool_new(3, &err);
+    CHECK(pool != NULL, "pool: %s", err.msg);
+    if (!pool) return;
+    float *X = malloc(sizeof(float) * n_in * n_tok);
+    float *Y1 = malloc(sizeof(float) * n_out * n_tok), *Y3 = malloc(sizeof(float) * n_out * n_tok);
+    rng_seed(505);
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        nib_type t = types[i];
+        const size_t wrb = row_bytes(t, n_in);
+        uint8_t *W = malloc(wrb * n_out);
+        uint8_t *scratch = malloc(nib_cpu_matmul_scratch_bytes(t, n_in, n_tok) + 1);
+        for (int64_t o = 0; o < n_out; o++) weight_row(t, W + o * wrb, n_in, (int)(o & 1));
+        for (int64_t k = 0; k < n_tok; k++) activation_floats(X + k * n_in, n_in);
+        for (int64_t nt = 1; nt <= n_tok; nt += 16) {
+            poison(Y1, n_out * nt);
+            poison(Y3, n_out * nt);
+            CHECK(nib_cpu_matmul(NULL, t, W, n_in, n_out, X, nt, Y1, scratch) == NIB_OK, "%s 1 thread", tr(t)->name);
+            CHECK(nib_cpu_matmul(pool, t, W, n_in, n_out, X, nt, Y3, scratch) == NIB_OK, "%s 3 threads", tr(t)->name);
+            CHECK(memcmp(Y1, Y3, sizeof(float) * n_out * nt) == 0, "%s n_tok %lld: 1 and 3 threads differ",
+                  tr(t)->name, (long long)nt);
+            /* and n_tok > 1 gives each token what n_tok = 1 gives it */
+            if (nt > 1) {
+                float *y = malloc(sizeof(float) * n_out);
+                poison(y, n_out);
+                nib_cpu_matmul(pool, t, W, n_in, n_out, X + 5 * n_in, 1, y, scratch);
+                CHECK(memcmp(y, Y3 + 5 * n_out, sizeof(float) * n_out) == 0, "%s: token 5 alone differs", tr(t)->name);
+                free(y);
+            }
+        }
+        free(W), free(scratch);
+    }
+    free(X), free(Y1), free(Y3);
+    nib_pool_free(pool);
+}
+
+static void test_matmul_rejects_bad_args(void) {
+    float x[512], y[8];
+    uint8_t w[4096], scratch[4096];
+    random_normal(x, 512, 1.0);
+    rng_bytes(w, sizeof w);
+    CHECK(nib_cpu_matmul(NULL, (nib_type)4, w, 32, 1, x, 1, y, scratch) == NIB_ERR_UNSUPPORTED, "type 4");
+    CHECK(nib_cpu_matmul(NULL, NIB_TYPE_I32, w, 32, 1, x, 1, y, scratch) == NIB_ERR_UNSUPPORTED, "I32");
+    CHECK(nib_cpu_matmul(NULL, NIB_TYPE_Q4_0, w, 33, 1, x, 1, y, scratch) == NIB_ERR_ARG, "33 is not whole Q4_0 blocks");
+    CHECK(nib_cpu_matmul(NULL, NIB_TYPE_Q4_K, w, 128, 1, x, 1, y, scratch) == NIB_ERR_ARG, "128 is not whole Q4_K blocks");
+    CHECK(nib_cpu_matmul(NULL, NIB_TYPE_Q4_0, w, 32, 1, x, 1, y, NULL) == NIB_ERR_ARG, "quantized needs scratch");
+    CHECK(nib_cpu_matmul(NULL, NIB_TYPE_F32, w, 32, 1, x, 1, y, NULL) == NIB_OK, "F32 needs none");
+    CHECK(nib_cpu_matmul_scratch_bytes(NIB_TYPE_F16, 4096, 7) == 0, "float weights need no scratch");
+    CHECK(nib_cpu_matmul_scratch_bytes(NIB_TYPE_Q4_K, 4096, 3) == 3 * 16 * sizeof(block_q8_K), "Q4_K scratch");
+    CHECK(nib_cpu_matmul_scratch_bytes(NIB_TYPE_Q4_1, 64, 2) == 2 * 2 * sizeof(block_q8_1), "Q4_1 scratch");
+    y[0] = 1.0f;
+    CHECK(nib_cpu_matmul(NULL, NIB_TYPE_Q4_0, w, 32, 0, x, 1, y, scratch) == NIB_OK && y[0] == 1.0f, "n_out 0 is a no-op");
+}
+
+static void test_get_row(void) {
+    rng_seed(606);
+    static uint8_t w[8 * 4096];
+    static float got[1024], ref[1024];
+    for (int t = 0; t < NIB_TYPE_COUNT; t++) {
+        const nib_type_traits *tt = tr((nib_type)t);
+        if (!tt) continue;
+        const int64_t n = 1024;
+        const size_t rb = row_bytes((nib_type)t, n);
+        for (int r = 0; r < 4; r++) random_blocks((nib_type)t, w + r * rb, n);
+        poison(got, n);
+        CHECK(nib_cpu_get_row((nib_type)t, w, n, 3, got) == NIB_OK, "%s get_row", tt->name);
+        tt->dequantize(w + 3 * rb, ref, n);
+        CHECK(memcmp(got, ref, sizeof(float) * (size_t)n) == 0, "%s row 3 differs from dequantize", tt->name);
+    }
+    CHECK(nib_cpu_get_row(NIB_TYPE_Q4_0, w, 33, 0, got) == NIB_ERR_ARG, "33 not whole blocks");
+    CHECK(nib_cpu_get_row(NIB_TYPE_Q4_0, w, 32, -1, got) == NIB_ERR_ARG, "negative row");
+    CHECK(nib_cpu_get_row((nib_type)4, w, 32, 0, got) == NIB_ERR_UNSUPPORTED, "type 4");
+}
+
+int main(void) {
+    RUN(test_simd_levels);
+    RUN(test_pool_runs_every_index_once);
+    RUN(test_act_quantizers_avx2);
+    RUN(test_dot_kernels_avx2);
+    RUN(test_dot_kernels_avx512);
+    RUN(test_dot_kernels_extremes);
+    RUN(test_matmul_rejects_bad_args);
+    RUN(test_matmul_every_format_scalar);
+    RUN(test_matmul_every_format_best);
+    RUN(test_matmul_threads_agree);
+    RUN(test_get_row);
+    return test_summary();
+}
