@@ -41,6 +41,7 @@ $(BUILD)/%.o: %.c | $(BUILD)/.deps-ok
 # SIMD kernels: only these files get the wide instructions; the library stays
 # baseline x86-64 and picks kernels at run time (src/cpu/cpu_kernels.c).
 $(BUILD)/src/cpu/%_avx2.o: CFLAGS += -mavx2 -mfma -mf16c
+$(BUILD)/src/ops/%_avx2.o: CFLAGS += -mavx2 -mfma -mf16c
 $(BUILD)/src/cpu/%_avx512.o: CFLAGS += -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni
 
 $(BUILD)/libnib.a: $(LIB_OBJ)
@@ -87,11 +88,12 @@ test: all
 RUN_MODEL  ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
 RUN_PROMPT ?= <|im_start|>user\nWhat is the capital of France? Answer in one sentence.<|im_end|>\n<|im_start|>assistant\n
 
-models:
-	@sh tools/fetch_models.sh all
+# pip comes from the project venv: a fresh Debian python3 may have none
+models: venv
+	@PYTHON=$(PY) sh tools/fetch_models.sh all
 
-run: all
-	@sh tools/fetch_models.sh smollm2
+run: all venv
+	@PYTHON=$(PY) sh tools/fetch_models.sh smollm2
 	$(BUILD)/nib run $(RUN_MODEL) -p "$$(printf '$(RUN_PROMPT)')" -n 64 --temp 0
 
 # ---- whole models against llama.cpp ---------------------------------------------

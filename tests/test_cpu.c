@@ -214,7 +214,7 @@ static void count_job(void *arg, int ith, int nth) {
 }
 
 static void test_pool_runs_every_index_once(void) {
-    static const int sizes[] = {1, 2, 3, 5};
+    static const int sizes[] = {1, 2, 3, 5, 16};  /* 16: more threads than cores, so shares get stolen */
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         nib_error err;
         nib_pool *p = nib_pool_new(sizes[s], &err);
@@ -593,44 +593,52 @@ static void test_matmul_every_format_best(void) {
 }
 
 /* Larger shapes for the model formats, and 1 vs 3 threads bit for bit: each
- * output comes from one dot call whichever thread makes it. */
+ * output comes from one dot call whichever thread makes it. And every token of
+ * a batch gets exactly what it gets alone (the x4 kernels and the token
+ * blocks must not change a token's arithmetic); n_in = 16384 makes the token
+ * blocks of the matmul smaller than the batch of 17. */
 static void test_matmul_threads_agree(void) {
     static const nib_type types[] = {NIB_TYPE_Q4_1, NIB_TYPE_Q8_0, NIB_TYPE_Q5_0, NIB_TYPE_Q4_K, NIB_TYPE_Q6_K,
                                      NIB_TYPE_F16, NIB_TYPE_F32};
-    const int64_t n_in = 1536, n_out = 579, n_tok = 17;
+    static const shape shapes[] = {{1536, 579}, {16384, 37}};
+    const int64_t n_tok = 17;
     nib_error err;
     nib_pool *pool = nib_pool_new(3, &err);
     CHECK(pool != NULL, "pool: %s", err.msg);
     if (!pool) return;
-    float *X = malloc(sizeof(float) * n_in * n_tok);
-    float *Y1 = malloc(sizeof(float) * n_out * n_tok), *Y3 = malloc(sizeof(float) * n_out * n_tok);
     rng_seed(505);
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        nib_type t = types[i];
-        const size_t wrb = row_bytes(t, n_in);
-        uint8_t *W = malloc(wrb * n_out);
-        uint8_t *scratch = malloc(nib_cpu_matmul_scratch_bytes(t, n_in, n_tok) + 1);
-        for (int64_t o = 0; o < n_out; o++) weight_row(t, W + o * wrb, n_in, (int)(o & 1));
-        for (int64_t k = 0; k < n_tok; k++) activation_floats(X + k * n_in, n_in);
-        for (int64_t nt = 1; nt <= n_tok; nt += 16) {
-            poison(Y1, n_out * nt);
-            poison(Y3, n_out * nt);
-            CHECK(nib_cpu_matmul(NULL, t, W, n_in, n_out, X, nt, Y1, scratch) == NIB_OK, "%s 1 thread", tr(t)->name);
-            CHECK(nib_cpu_matmul(pool, t, W, n_in, n_out, X, nt, Y3, scratch) == NIB_OK, "%s 3 threads", tr(t)->name);
-            CHECK(memcmp(Y1, Y3, sizeof(float) * n_out * nt) == 0, "%s n_tok %lld: 1 and 3 threads differ",
-                  tr(t)->name, (long long)nt);
-            /* and n_tok > 1 gives each token what n_tok = 1 gives it */
-            if (nt > 1) {
-                float *y = malloc(sizeof(float) * n_out);
-                poison(y, n_out);
-                nib_cpu_matmul(pool, t, W, n_in, n_out, X + 5 * n_in, 1, y, scratch);
-                CHECK(memcmp(y, Y3 + 5 * n_out, sizeof(float) * n_out) == 0, "%s: token 5 alone differs", tr(t)->name);
-                free(y);
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int64_t n_in = shapes[si].n_in, n_out = shapes[si].n_out;
+        float *X = malloc(sizeof(float) * n_in * n_tok);
+        float *Y1 = malloc(sizeof(float) * n_out * n_tok), *Y3 = malloc(sizeof(float) * n_out * n_tok);
+        float *y = malloc(sizeof(float) * n_out);
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+            nib_type t = types[i];
+            const size_t wrb = row_bytes(t, n_in);
+            uint8_t *W = malloc(wrb * n_out);
+            uint8_t *scratch = malloc(nib_cpu_matmul_scratch_bytes(t, n_in, n_tok) + 1);
+            for (int64_t o = 0; o < n_out; o++) weight_row(t, W + o * wrb, n_in, (int)(o & 1));
+            for (int64_t k = 0; k < n_tok; k++) activation_floats(X + k * n_in, n_in);
+            for (int64_t nt = 1; nt <= n_tok; nt += 16) {
+                poison(Y1, n_out * nt);
+                poison(Y3, n_out * nt);
+                CHECK(nib_cpu_matmul(NULL, t, W, n_in, n_out, X, nt, Y1, scratch) == NIB_OK, "%s 1 thread", tr(t)->name);
+                CHECK(nib_cpu_matmul(pool, t, W, n_in, n_out, X, nt, Y3, scratch) == NIB_OK, "%s 3 threads", tr(t)->name);
+                CHECK(memcmp(Y1, Y3, sizeof(float) * n_out * nt) == 0, "%s %lldx%lld n_tok %lld: 1 and 3 threads differ",
+                      tr(t)->name, (long long)n_in, (long long)n_out, (long long)nt);
             }
+            int differ = 0;
+            for (int64_t tk = 0; tk < n_tok; tk++) {
+                poison(y, n_out);
+                nib_cpu_matmul(pool, t, W, n_in, n_out, X + tk * n_in, 1, y, scratch);
+                differ += memcmp(y, Y3 + tk * n_out, sizeof(float) * n_out) != 0;
+            }
+            CHECK(differ == 0, "%s %lldx%lld: %d of %lld tokens differ alone and in a batch", tr(t)->name,
+                  (long long)n_in, (long long)n_out, differ, (long long)n_tok);
+            free(W), free(scratch);
         }
-        free(W), free(scratch);
+        free(X), free(Y1), free(Y3), free(y);
     }
-    free(X), free(Y1), free(Y3);
     nib_pool_free(pool);
 }
 

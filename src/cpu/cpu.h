@@ -24,7 +24,10 @@ nib_pool *nib_pool_new(int n_threads, nib_error *err);
 void nib_pool_free(nib_pool *pool);
 int nib_pool_size(const nib_pool *pool);
 /* Runs fn(ctx, ith, nth) for ith = 0..nth-1 on the pool's threads (the caller
- * is thread 0) and returns when all are done. pool may be NULL: runs fn(ctx, 0, 1). */
+ * is thread 0) and returns when all are done. pool may be NULL: runs fn(ctx, 0, 1).
+ * Each ith runs exactly once, but not necessarily on its own thread: the caller
+ * takes over the shares of workers that have not started yet. One caller at a
+ * time, and fn must not call nib_pool_run itself. */
 void nib_pool_run(nib_pool *pool, void (*fn)(void *ctx, int ith, int nth), void *ctx);
 
 /* ---- matrix products -------------------------------------------------------------
@@ -40,7 +43,9 @@ void nib_pool_run(nib_pool *pool, void (*fn)(void *ctx, int ith, int nth), void 
 size_t nib_cpu_matmul_scratch_bytes(nib_type wtype, int64_t n_in, int64_t n_tok);
 
 /* Returns NIB_ERR_UNSUPPORTED if wtype has no kernel, NIB_ERR_ARG if n_in is
- * not whole blocks. scratch must hold nib_cpu_matmul_scratch_bytes(). */
+ * not whole blocks. scratch must hold nib_cpu_matmul_scratch_bytes() (0 for
+ * F32/F16/BF16 weights, which dot with X directly; scratch may then be NULL).
+ * A token's outputs are the same bits whatever n_tok and the thread count. */
 nib_status nib_cpu_matmul(nib_pool *pool, nib_type wtype, const void *W, int64_t n_in, int64_t n_out,
                           const float *X, int64_t n_tok, float *Y, void *scratch);
 

@@ -31,7 +31,8 @@ struct nib_ctx {
     float *att;               /* (n_batch, n_head * hd_v) attention output */
     float *o;                 /* (n_batch, n_embd) sub-block output */
     float *gate, *up;         /* (n_batch, n_ff) */
-    float *scores;            /* (n_threads, n_ctx) softmax scratch per thread */
+    float *scores;            /* (n_threads, group * n_ctx) softmax scratch per thread */
+    float *rope_cs;           /* (n_batch, n_rot) cos/sin of each position in the batch */
     float *logits;            /* (n_vocab) last position */
     void *mm_scratch;         /* activation quantization for the matmuls */
     int n_threads;
@@ -89,7 +90,9 @@ nib_ctx *nib_ctx_new(const nib_model *m, const nib_ctx_params *p, nib_error *err
         !(c->att = alloc_bytes(B, (uint64_t)hp->n_head * hp->head_dim_v * 4, &total, err, "attention output")) ||
         !(c->gate = alloc_bytes(B, (uint64_t)hp->n_ff * 4, &total, err, "feed-forward")) ||
         !(c->up = alloc_bytes(B, (uint64_t)hp->n_ff * 4, &total, err, "feed-forward")) ||
-        !(c->scores = alloc_bytes((uint64_t)c->n_threads, (uint64_t)c->n_ctx * 4, &total, err, "attention scores")) ||
+        !(c->scores = alloc_bytes((uint64_t)c->n_threads * (uint64_t)(hp->n_head / hp->n_head_kv),
+                                  (uint64_t)c->n_ctx * 4, &total, err, "attention scores")) ||
+        !(c->rope_cs = alloc_bytes(B, (uint64_t)hp->n_rot * 4, &total, err, "rope table")) ||
         !(c->logits = alloc_bytes((uint64_t)hp->n_vocab, 4, &total, err, "logits")))
         goto fail;
     /* the largest activation scratch any matmul of this model needs */
@@ -113,7 +116,7 @@ void nib_ctx_free(nib_ctx *c) {
     if (!c) return;
     nib_pool_free(c->pool);
     free(c->k_cache), free(c->v_cache), free(c->x), free(c->xn), free(c->o), free(c->q), free(c->k), free(c->v);
-    free(c->att), free(c->gate), free(c->up), free(c->scores), free(c->logits), free(c->mm_scratch);
+    free(c->att), free(c->gate), free(c->up), free(c->scores), free(c->rope_cs), free(c->logits), free(c->mm_scratch);
     free(c);
 }
 
@@ -158,25 +161,37 @@ typedef struct attn_job {
     int32_t pos0;
 } attn_job;
 
-/* One (token, query head) pair per work item, spread over the threads. */
+/* One (token, KV head) pair per work item, spread over the threads: the
+ * group of query heads sharing that KV head reads its cache rows once. */
 static void attn_worker(void *arg, int ith, int nth) {
     const attn_job *j = arg;
     nib_ctx *c = j->c;
     const nib_hparams *hp = &c->m->hp;
-    int64_t items = j->n_tok * hp->n_head;
     int group = hp->n_head / hp->n_head_kv;
-    float *scores = c->scores + (int64_t)ith * c->n_ctx;
+    int64_t items = j->n_tok * hp->n_head_kv;
     const uint8_t *kl = c->k_cache + (uint64_t)j->il * c->n_ctx * c->kv_k_row * c->kv_elem;
     const uint8_t *vl = c->v_cache + (uint64_t)j->il * c->n_ctx * c->kv_v_row * c->kv_elem;
     for (int64_t it = ith; it < items; it += nth) {
-        int64_t t = it / hp->n_head, h = it % hp->n_head, kvh = h / group;
+        int64_t t = it / hp->n_head_kv, kvh = it % hp->n_head_kv, h0 = kvh * group;
         int64_t p = j->pos0 + t;  /* this query's position: it sees [j0, p] */
         int64_t j0 = j->l->window > 0 && p + 1 > j->l->window ? p + 1 - j->l->window : 0;
-        nib_attention_head(c->att + (t * hp->n_head + h) * hp->head_dim_v,
-                           c->q + (t * hp->n_head + h) * hp->head_dim_k,
-                           kl + (uint64_t)kvh * hp->head_dim_k * c->kv_elem,
-                           vl + (uint64_t)kvh * hp->head_dim_v * c->kv_elem, c->kv_k_row, c->kv_f16, hp->head_dim_k,
-                           hp->head_dim_v, j0, p + 1, hp->attn_scale, scores);
+        nib_attn_args a = {
+            .out = c->att + (t * hp->n_head + h0) * hp->head_dim_v,
+            .q = c->q + (t * hp->n_head + h0) * hp->head_dim_k,
+            .group = group,
+            .k = kl + (uint64_t)kvh * hp->head_dim_k * c->kv_elem,
+            .v = vl + (uint64_t)kvh * hp->head_dim_v * c->kv_elem,
+            .k_stride = c->kv_k_row,
+            .v_stride = c->kv_v_row,
+            .kv_f16 = c->kv_f16,
+            .hd_k = hp->head_dim_k,
+            .hd_v = hp->head_dim_v,
+            .j0 = j0,
+            .j1 = p + 1,
+            .scale = hp->attn_scale,
+            .scores = c->scores + (int64_t)ith * group * c->n_ctx,
+        };
+        nib_attention_group(&a);
     }
 }
 
@@ -213,9 +228,11 @@ static nib_status attention_block(nib_ctx *c, const nib_layer *l, int il, int64_
     nib_rope rope = {hp->n_rot, hp->rope_kind == NIB_ROPE_NEOX, l->rope_base, l->rope_scale,
                      m->rope_freqs.data ? (const float *)m->rope_freqs.data : NULL};
     for (int64_t t = 0; t < n_tok; t++) {
-        for (int32_t h = 0; h < hp->n_head; h++) nib_rope_apply(c->q + (t * hp->n_head + h) * hp->head_dim_k, c->pos + t, &rope);
+        float *cs = c->rope_cs + t * hp->n_rot;
+        nib_rope_table(cs, c->pos + t, &rope);
+        for (int32_t h = 0; h < hp->n_head; h++) nib_rope_apply_table(c->q + (t * hp->n_head + h) * hp->head_dim_k, cs, &rope);
         for (int32_t h = 0; h < hp->n_head_kv; h++)
-            nib_rope_apply(c->k + (t * hp->n_head_kv + h) * hp->head_dim_k, c->pos + t, &rope);
+            nib_rope_apply_table(c->k + (t * hp->n_head_kv + h) * hp->head_dim_k, cs, &rope);
     }
     store_kv(c, il, c->pos, n_tok);
     attn_job job = {c, l, il, n_tok, c->pos};

@@ -16,20 +16,33 @@ void nib_rmsnorm(float *y, const float *x, const float *w, int64_t n, float eps)
     }
 }
 
-void nib_rope_apply(float *x, int64_t pos, const nib_rope *r) {
-    int32_t half = r->n_rot / 2;
+void nib_rope_table(float *cs, int64_t pos, const nib_rope *r) {
     /* base^(-2i/n_rot) computed per i in double: no drift over long heads */
-    for (int32_t i = 0; i < half; i++) {
+    for (int32_t i = 0; i < r->n_rot / 2; i++) {
         double inv_freq = pow((double)r->base, -2.0 * i / (double)r->n_rot);
         if (r->freq_factors) inv_freq /= (double)r->freq_factors[i];
         double theta = (double)pos / (double)r->scale * inv_freq;
-        float c = (float)cos(theta), s = (float)sin(theta);
+        cs[2 * i] = (float)cos(theta);
+        cs[2 * i + 1] = (float)sin(theta);
+    }
+}
+
+void nib_rope_apply_table(float *x, const float *cs, const nib_rope *r) {
+    int32_t half = r->n_rot / 2;
+    for (int32_t i = 0; i < half; i++) {
+        float c = cs[2 * i], s = cs[2 * i + 1];
         int32_t a = r->neox ? i : 2 * i;
         int32_t b = r->neox ? i + half : 2 * i + 1;
         float x0 = x[a], x1 = x[b];
         x[a] = x0 * c - x1 * s;
         x[b] = x0 * s + x1 * c;
     }
+}
+
+void nib_rope_apply(float *x, int64_t pos, const nib_rope *r) {
+    float cs[1024];  /* n_rot <= head size <= 1024, checked at load */
+    nib_rope_table(cs, pos, r);
+    nib_rope_apply_table(x, cs, r);
 }
 
 void nib_swiglu(float *gate, const float *up, int64_t n) {
@@ -48,30 +61,3 @@ void nib_geglu_tanh(float *gate, const float *up, int64_t n) {
     }
 }
 
-static inline float kv_at(const void *base, int kv_f16, int64_t i) {
-    return kv_f16 ? nib_fp16_to_f32(((const nib_fp16 *)base)[i]) : ((const float *)base)[i];
-}
-
-void nib_attention_head(float *out, const float *q, const void *k, const void *v, int64_t kv_stride, int kv_f16,
-                        int32_t hd_k, int32_t hd_v, int64_t j0, int64_t j1, float scale, float *scores) {
-    float mx = -INFINITY;
-    for (int64_t j = j0; j < j1; j++) {
-        float s = 0.0f;
-        for (int32_t d = 0; d < hd_k; d++) s += q[d] * kv_at(k, kv_f16, j * kv_stride + d);
-        s *= scale;
-        scores[j - j0] = s;
-        if (s > mx) mx = s;
-    }
-    double sum = 0.0;
-    for (int64_t j = j0; j < j1; j++) {
-        float e = expf(scores[j - j0] - mx);
-        scores[j - j0] = e;
-        sum += e;
-    }
-    float inv = (float)(1.0 / sum);
-    for (int32_t d = 0; d < hd_v; d++) out[d] = 0.0f;
-    for (int64_t j = j0; j < j1; j++) {
-        float p = scores[j - j0] * inv;
-        for (int32_t d = 0; d < hd_v; d++) out[d] += p * kv_at(v, kv_f16, j * kv_stride + d);
-    }
-}

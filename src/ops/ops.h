@@ -23,16 +23,34 @@ typedef struct nib_rope {
     const float *freq_factors;
 } nib_rope;
 void nib_rope_apply(float *x, int64_t pos, const nib_rope *r);
+/* The same in two steps, so the cos/sin of a position are computed once and
+ * applied to all its heads: cs gets (n_rot/2) (cos, sin) pairs for pos. */
+void nib_rope_table(float *cs, int64_t pos, const nib_rope *r);
+void nib_rope_apply_table(float *x, const float *cs, const nib_rope *r);
 
 /* gate = act(gate) * up over n elements. */
 void nib_swiglu(float *gate, const float *up, int64_t n);
 void nib_geglu_tanh(float *gate, const float *up, int64_t n);
 
-/* Attention of one query head over a KV cache range:
- *   out = softmax(scale * q . K[j] for j in [j0, j1)) . V[j]
- * K and V rows are strided (kv_stride elements between positions) and stored
- * in fp16 or fp32 (kv_f16). scores: scratch of (j1 - j0) floats. */
-void nib_attention_head(float *out, const float *q, const void *k, const void *v, int64_t kv_stride, int kv_f16,
-                        int32_t hd_k, int32_t hd_v, int64_t j0, int64_t j1, float scale, float *scores);
+/* Attention of a group of query heads sharing one KV head (GQA) over cached
+ * positions [j0, j1): out[h] = softmax(scale * q[h] . K[j]) . V[j]. K and V
+ * rows are strided (k_stride/v_stride elements between positions), fp16 or fp32. */
+typedef struct nib_attn_args {
+    float *out;            /* (group, hd_v) */
+    const float *q;        /* (group, hd_k) */
+    int group;
+    const void *k, *v;     /* first element of this KV head at position 0 */
+    int64_t k_stride, v_stride;  /* elements between positions */
+    int kv_f16;
+    int32_t hd_k, hd_v;
+    int64_t j0, j1;
+    float scale;
+    float *scores;         /* scratch (group, j1 - j0) */
+} nib_attn_args;
+
+void nib_attention_group(const nib_attn_args *a);       /* best available */
+void nib_attention_group_ref(const nib_attn_args *a);   /* scalar reference */
+void nib_attention_group_avx2(const nib_attn_args *a);  /* AVX2/F16C: only when the CPU has them */
+void nib_softmax_rows(float *s, int g, int64_t n);
 
 #endif

@@ -326,12 +326,47 @@ def test_gguf_to_gguf_py(lib, rng, tmp):
     report(ok, "gguf-py reads nib's tensors back (types, shapes, bytes)")
 
 
+def test_real_models(lib, models_dir):
+    """Real weights: rows of every quantized tensor of the test models, dequantized
+    by nib and by gguf-py, must be bit-identical (real scales, real codes)."""
+    paths = [os.path.join(models_dir, f) for f in sorted(os.listdir(models_dir))
+             if f.endswith(".gguf")] if os.path.isdir(models_dir) else []
+    if not paths:
+        skip("real model tensors", f"no models in {models_dir} (tools/fetch_models.sh fetches them)")
+        return
+    for path in paths:
+        r = gguf.GGUFReader(path)
+        n_tensors = n_rows = 0
+        bad = []
+        for t in r.tensors:
+            qtype = Q(int(t.tensor_type))
+            if qtype in (Q.F32, Q.F16) or qtype not in quants.GGML_QUANT_SIZES:
+                continue
+            raw = np.asarray(t.data)
+            raw = raw.reshape(raw.shape[0], -1) if raw.ndim > 1 else raw.reshape(1, -1)
+            rows = raw[: 48]  # the first rows of each tensor: every tensor, bounded time
+            be, bb = quants.GGML_QUANT_SIZES[qtype]
+            n = rows.shape[1] // bb * be
+            ours = nib_dequantize(lib, qtype, np.ascontiguousarray(rows), n)
+            theirs = quants.dequantize(rows, qtype).astype(np.float32).reshape(rows.shape[0], n)
+            msg = first_mismatch(ours, theirs)
+            if msg:
+                bad.append(f"{t.name}: {msg}")
+            n_tensors += 1
+            n_rows += rows.shape[0]
+            count(qtype, "dequant", rows.shape[0] * (n // be))
+        report(not bad, f"real tensors of {os.path.basename(path)} bit-identical to gguf-py",
+               f"{n_tensors} tensors, {n_rows} rows" if not bad else "; ".join(bad[:3]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lib", required=True)
     ap.add_argument("--nib", required=True)
     ap.add_argument("--blocks", type=int, default=6000, help="random blocks per type for dequantize")
     ap.add_argument("--table", help="write the per-type block counts (markdown) here")
+    ap.add_argument("--models", default=os.environ.get("NIB_MODELS_DIR", "models"),
+                    help="folder of real .gguf models whose tensors are compared too")
     args = ap.parse_args()
     lib = load(args.lib)
     rng = np.random.default_rng(20261130)
@@ -350,6 +385,7 @@ def main():
     for qtype in (Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.Q8_K, Q.IQ4_NL, Q.IQ4_XS):
         skip(f"quantize {qtype.name}", "gguf-py cannot quantize it (covered by round-trip bounds in test_formats)")
 
+    test_real_models(lib, args.models)
     with tempfile.TemporaryDirectory() as tmp:
         test_gguf_from_gguf_py(args.nib, rng, tmp)
         test_gguf_to_gguf_py(lib, rng, tmp)

@@ -1,0 +1,112 @@
+/* The CUDA backend: device probing, weights on the GPU, and the quantized
+ * matrix-vector product (GEMV) of every format it has a kernel for.
+ *
+ * Plain C: the library's C code and the CLI include this; the .cu files
+ * implement it. A build without nvcc compiles cuda_stub.c instead, whose every
+ * function reports "CUDA not compiled into this build", so callers never need
+ * an #ifdef.
+ *
+ * Usage (one weight matrix, one token):
+ *
+ *     char why[256];
+ *     if (!nib_cuda_probe(why, sizeof why)) { use the CPU; print why; }
+ *     nib_cuda_weight *w;
+ *     nib_cuda_weight_upload(NIB_TYPE_Q4_K, host_rows, n_in, n_out, &w, &err);  // at load
+ *     void *scratch = nib_cuda_alloc(nib_cuda_gemv_scratch_bytes(w), &err);     // at load
+ *     nib_cuda_gemv(w, x_dev, y_dev, scratch, NULL, &err);                      // per token
+ *
+ * Layout: W is n_out rows of n_in elements in its format, rows contiguous
+ * (a GGUF tensor of shape n_in x n_out); x is n_in floats and y n_out floats,
+ * both in device memory: y[o] = dot(W[o], x).
+ *
+ * Arithmetic: the quantized formats quantize x once per call, on the GPU, to
+ * 32-element int8 blocks with an fp32 scale d and the fp32 sum s = d * sum(q)
+ * (ggml's Q8_1 idea, kept in fp32), and dot them with the weights' integer
+ * levels through dp4a: the integer part of every sub-block is exact, the
+ * scales are combined in fp32. F16/BF16 weights dot x as floats in fp32.
+ */
+#ifndef NIB_CUDA_H
+#define NIB_CUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nib.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- probing ------------------------------------------------------------------
+ * Never crashes and never exits: with no driver, no device, or only devices
+ * older than the kernels were built for, it returns false with a one-line
+ * reason, and the caller stays on the CPU. */
+bool nib_cuda_compiled(void);                 /* false in a build without nvcc */
+bool nib_cuda_probe(char *reason, size_t reason_size);
+
+typedef struct nib_cuda_device_info {
+    char name[128];
+    int cc_major, cc_minor;   /* compute capability */
+    int sm_count;             /* multiprocessors */
+    size_t free_bytes, total_bytes;
+    size_t l2_bytes;
+} nib_cuda_device_info;
+
+/* Number of devices (0 on any failure, reason filled). */
+int nib_cuda_device_count(char *reason, size_t reason_size);
+bool nib_cuda_device_get(int index, nib_cuda_device_info *info, char *reason, size_t reason_size);
+
+/* ---- device memory ------------------------------------------------------------
+ * Plain cudaMalloc'd buffers for activations and scratch, sized once at load.
+ * An out-of-memory error says how many bytes were asked for and how many are
+ * free. */
+void *nib_cuda_alloc(size_t bytes, nib_error *err);
+void nib_cuda_free(void *p);
+nib_status nib_cuda_copy_to_device(void *dst, const void *src, size_t bytes, nib_error *err);
+nib_status nib_cuda_copy_to_host(void *dst, const void *src, size_t bytes, nib_error *err);
+nib_status nib_cuda_fill_f32(float *dst, float value, size_t n, nib_error *err);  /* e.g. NaN poison */
+nib_status nib_cuda_sync(nib_error *err);
+
+/* ---- weights --------------------------------------------------------------------- */
+typedef struct nib_cuda_weight nib_cuda_weight;
+
+/* Copies n_out rows of n_in elements of type `type` from host memory into one
+ * device allocation made now (the weights' only copy; the decode path never
+ * allocates). NIB_ERR_UNSUPPORTED if the type has no GEMV kernel,
+ * NIB_ERR_ARG if n_in is not whole blocks, NIB_ERR_NOMEM (with bytes needed
+ * and free) if the device is full. */
+nib_status nib_cuda_weight_upload(nib_type type, const void *host, int64_t n_in, int64_t n_out,
+                                  nib_cuda_weight **out, nib_error *err);
+void nib_cuda_weight_free(nib_cuda_weight *w);
+size_t nib_cuda_weight_bytes(const nib_cuda_weight *w);  /* bytes of the rows, without padding */
+
+/* ---- GEMV -------------------------------------------------------------------------- */
+
+/* Does this build have a GEMV kernel for the type (inspect --types lists it)? */
+bool nib_cuda_has_gemv(nib_type type);
+/* Which path the type's kernel takes: "dp4a" (int8 activations), "f32" (float
+ * activations), or NULL without a kernel. */
+const char *nib_cuda_gemv_path(nib_type type);
+
+/* Device scratch bytes nib_cuda_gemv needs for this weight (0 for F16/BF16). */
+size_t nib_cuda_gemv_scratch_bytes(const nib_cuda_weight *w);
+
+/* y = W x on `stream` (a cudaStream_t; NULL is the default stream). x and y
+ * are device pointers; scratch holds nib_cuda_gemv_scratch_bytes(w). Does not
+ * synchronise and does not allocate, so it can be captured into a graph.
+ * Launch errors come back with the kernel, the format and the shape named. */
+nib_status nib_cuda_gemv(const nib_cuda_weight *w, const float *x, float *y, void *scratch, void *stream,
+                         nib_error *err);
+
+/* For tests: the activation blocks a nib_cuda_gemv call left in scratch.
+ * qs gets n_in int8 quants, ds n_in/32 pairs (d, s = d * sum(q)) as floats.
+ * Copies device to host (synchronous). */
+nib_status nib_cuda_gemv_scratch_read(const nib_cuda_weight *w, const void *scratch, int8_t *qs, float *ds,
+                                      nib_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

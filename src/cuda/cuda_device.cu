@@ -1,0 +1,177 @@
+/* Probing, device memory and weight upload.
+ *
+ * The CUDA runtime is linked statically (the Makefile's -lcudart_static), so
+ * a nib binary starts on a machine with no NVIDIA driver at all: the runtime
+ * looks for libcuda.so when first called, and its absence is an error code
+ * here (cudaErrorInsufficientDriver / cudaErrorNoDevice), turned into a
+ * one-line reason, never a crash. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda_internal.h"
+#include "quant/types.h"
+
+static void say(char *reason, size_t n, const char *fmt, const char *a, int b, int c) {
+    if (reason && n) snprintf(reason, n, fmt, a, b, c);
+}
+
+extern "C" bool nib_cuda_compiled(void) { return true; }
+
+extern "C" int nib_cuda_device_count(char *reason, size_t n) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (e == cudaErrorNoDevice) say(reason, n, "no CUDA device found%s", "", 0, 0);
+        else if (e == cudaErrorInsufficientDriver)
+            say(reason, n, "no NVIDIA driver, or one older than this build's CUDA runtime (%s)", cudaGetErrorName(e), 0, 0);
+        else say(reason, n, "CUDA unavailable: %s", cudaGetErrorString(e), 0, 0);
+        return 0;
+    }
+    if (count == 0) say(reason, n, "no CUDA device found%s", "", 0, 0);
+    return count;
+}
+
+extern "C" bool nib_cuda_device_get(int index, nib_cuda_device_info *info, char *reason, size_t n) {
+    cudaDeviceProp p;
+    cudaError_t e = cudaGetDeviceProperties(&p, index);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (reason && n) snprintf(reason, n, "device %d: %s", index, cudaGetErrorString(e));
+        return false;
+    }
+    memset(info, 0, sizeof *info);
+    snprintf(info->name, sizeof info->name, "%s", p.name);
+    info->cc_major = p.major;
+    info->cc_minor = p.minor;
+    info->sm_count = p.multiProcessorCount;
+    info->total_bytes = p.totalGlobalMem;
+    info->l2_bytes = (size_t)p.l2CacheSize;
+    /* free memory needs a context on that device */
+    int prev = 0;
+    size_t free_b = 0, total_b = 0;
+    if (cudaGetDevice(&prev) == cudaSuccess && cudaSetDevice(index) == cudaSuccess &&
+        cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
+        info->free_bytes = free_b;
+        info->total_bytes = total_b;
+    }
+    (void)cudaGetLastError();
+    (void)cudaSetDevice(prev);
+    return true;
+}
+
+extern "C" bool nib_cuda_probe(char *reason, size_t n) {
+    if (nib_cuda_device_count(reason, n) <= 0) return false;
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+        (void)cudaGetLastError();
+        say(reason, n, "cannot read device 0's properties%s", "", 0, 0);
+        return false;
+    }
+    if (p.major < NIB_CUDA_MIN_CC_MAJOR) {
+        say(reason, n, "device 0 (%s) is compute capability %d.%d; nib's CUDA kernels need 8.0 or newer", p.name,
+            p.major, p.minor);
+        return false;
+    }
+    return cuda_gemv_image_ok(reason, n);
+}
+
+/* ---- memory -------------------------------------------------------------------- */
+
+static nib_status oom(size_t bytes, const char *what, nib_error *err) {
+    size_t free_b = 0, total_b = 0;
+    (void)cudaGetLastError();
+    cudaMemGetInfo(&free_b, &total_b);
+    (void)cudaGetLastError();
+    return nib_error_set(err, NIB_ERR_NOMEM, "CUDA out of memory: %s needs %zu bytes (%.1f MiB), %zu free of %zu", what,
+                         bytes, (double)bytes / 1048576.0, free_b, total_b);
+}
+
+extern "C" void *nib_cuda_alloc(size_t bytes, nib_error *err) {
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e == cudaErrorMemoryAllocation) {
+        oom(bytes, "nib_cuda_alloc", err);
+        return NULL;
+    }
+    if (!cuda_ok(e, "cudaMalloc", "nib_cuda_alloc", err)) return NULL;
+    return p;
+}
+
+extern "C" void nib_cuda_free(void *p) {
+    if (p) cudaFree(p);
+}
+
+extern "C" nib_status nib_cuda_copy_to_device(void *dst, const void *src, size_t bytes, nib_error *err) {
+    return CUDA_OK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "nib_cuda_copy_to_device", err)
+               ? NIB_OK : err ? err->status : NIB_ERR_IO;
+}
+
+extern "C" nib_status nib_cuda_copy_to_host(void *dst, const void *src, size_t bytes, nib_error *err) {
+    return CUDA_OK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "nib_cuda_copy_to_host", err)
+               ? NIB_OK : err ? err->status : NIB_ERR_IO;
+}
+
+__global__ static void fill_f32(float *p, float v, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) p[i] = v;
+}
+
+extern "C" nib_status nib_cuda_fill_f32(float *dst, float value, size_t n, nib_error *err) {
+    if (n == 0) return NIB_OK;
+    fill_f32<<<(unsigned)(n < 256 * 1024 ? CEIL_DIV(n, 256) : 1024), 256>>>(dst, value, n);
+    return CUDA_OK(cudaGetLastError(), "fill_f32", err) ? NIB_OK : err ? err->status : NIB_ERR_IO;
+}
+
+extern "C" nib_status nib_cuda_sync(nib_error *err) {
+    return CUDA_OK(cudaDeviceSynchronize(), "nib_cuda_sync", err) ? NIB_OK : err ? err->status : NIB_ERR_IO;
+}
+
+/* ---- weights ------------------------------------------------------------------ */
+
+#define WEIGHT_PAD 16 /* zero bytes after the last row: the kernels' word loads may read past a block */
+
+extern "C" nib_status nib_cuda_weight_upload(nib_type type, const void *host, int64_t n_in, int64_t n_out,
+                                             nib_cuda_weight **out, nib_error *err) {
+    *out = NULL;
+    if (!nib_cuda_has_gemv(type))
+        return nib_error_set(err, NIB_ERR_UNSUPPORTED, "CUDA: no GEMV kernel for %s", nib_type_name(type) ? nib_type_name(type) : "?");
+    size_t row_bytes = 0;
+    uint64_t bytes = 0;
+    if (n_in <= 0 || n_out <= 0 || n_in > INT32_MAX || n_out > INT32_MAX || !nib_row_bytes(type, n_in, &row_bytes))
+        return nib_error_set(err, NIB_ERR_ARG, "CUDA upload %s: bad shape n_in %lld, n_out %lld (n_in must be whole blocks)",
+                             nib_type_name(type), (long long)n_in, (long long)n_out);
+    /* the quantized kernels read x in blocks of 32 */
+    if (nib_cuda_gemv_path(type)[0] == 'd' && n_in % 32 != 0)
+        return nib_error_set(err, NIB_ERR_ARG, "CUDA upload %s: n_in %lld not a multiple of 32", nib_type_name(type),
+                             (long long)n_in);
+    if (!nib_mul_u64(row_bytes, (uint64_t)n_out, &bytes) || bytes > SIZE_MAX - WEIGHT_PAD)
+        return nib_error_set(err, NIB_ERR_ARG, "CUDA upload: size overflow");
+    nib_cuda_weight *w = (nib_cuda_weight *)calloc(1, sizeof *w);
+    if (!w) return nib_error_set(err, NIB_ERR_NOMEM, "CUDA upload: out of host memory");
+    w->type = type, w->n_in = n_in, w->n_out = n_out, w->row_bytes = row_bytes, w->bytes = (size_t)bytes;
+    cudaError_t e = cudaMalloc(&w->dev, w->bytes + WEIGHT_PAD);
+    if (e != cudaSuccess) {
+        const size_t need = w->bytes + WEIGHT_PAD;
+        free(w);
+        if (e == cudaErrorMemoryAllocation) return oom(need, "a weight upload", err);
+        cuda_ok(e, "cudaMalloc", "weight upload", err);
+        return err ? err->status : NIB_ERR_IO;
+    }
+    if (!CUDA_OK(cudaMemcpy(w->dev, host, w->bytes, cudaMemcpyHostToDevice), "weight upload", err) ||
+        !CUDA_OK(cudaMemset(w->dev + w->bytes, 0, WEIGHT_PAD), "weight upload padding", err)) {
+        cudaFree(w->dev);
+        free(w);
+        return err ? err->status : NIB_ERR_IO;
+    }
+    *out = w;
+    return NIB_OK;
+}
+
+extern "C" void nib_cuda_weight_free(nib_cuda_weight *w) {
+    if (!w) return;
+    cudaFree(w->dev);
+    free(w);
+}
+
+extern "C" size_t nib_cuda_weight_bytes(const nib_cuda_weight *w) { return w ? w->bytes : 0; }

@@ -1,0 +1,43 @@
+/* Shared by the CUDA backend's .cu files: checked calls and the weight struct.
+ * C++ (nvcc) only; the public API is cuda.h. */
+#ifndef NIB_CUDA_INTERNAL_H
+#define NIB_CUDA_INTERNAL_H
+
+#include <cuda_runtime.h>
+
+#include "core/error.h"
+#include "cuda/cuda.h"
+
+#define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+
+/* Oldest compute capability the kernels are built for (dp4a needs 6.1; the
+ * default build targets sm_80..sm_90 plus PTX, see the Makefile). */
+#define NIB_CUDA_MIN_CC_MAJOR 8
+
+/* Every CUDA call is checked; a failure becomes a returned error naming the
+ * failing expression and what it was doing (`what`: kernel/op and shape).
+ * Library code never exits. Usage:
+ *     if (!cuda_ok(cudaMemcpy(...), "cudaMemcpy(...)", "upload Q4_K 4096x4096", err)) return err->status; */
+static inline bool cuda_ok(cudaError_t e, const char *expr, const char *what, nib_error *err) {
+    if (e == cudaSuccess) return true;
+    (void)cudaGetLastError();  /* clear a non-sticky error so the next call starts clean */
+    nib_error_set(err, e == cudaErrorMemoryAllocation ? NIB_ERR_NOMEM : NIB_ERR_IO, "CUDA: %s failed in %s: %s (%s)",
+                  expr, what, cudaGetErrorString(e), cudaGetErrorName(e));
+    return false;
+}
+#define CUDA_OK(call, what, err) cuda_ok((call), #call, (what), (err))
+
+/* A weight matrix on the device: one allocation made at upload. */
+struct nib_cuda_weight {
+    nib_type type;
+    int64_t n_in, n_out;     /* row length (elements), rows */
+    size_t row_bytes;        /* bytes of one row in its format */
+    size_t bytes;            /* row_bytes * n_out */
+    uint8_t *dev;            /* (n_out, row_bytes) + 16 bytes of zero padding for over-reading loads */
+};
+
+/* gemv.cu: can this device run the kernels of this build? (false + reason on
+ * "no kernel image for this device" and the like) */
+bool cuda_gemv_image_ok(char *reason, size_t reason_size);
+
+#endif

@@ -1,0 +1,251 @@
+/* The CUDA GEMV kernels against the scalar reference of quant/.
+ *
+ * For every format with a CUDA kernel (nib_cuda_has_gemv), on random valid
+ * blocks (random bytes, then every fp16 scale replaced by a finite random
+ * value of either sign, never zero) and random normal activations, over shapes
+ * that include row counts not a multiple of the 4 rows of a thread block,
+ * a long row (n_in 14336) and short ones (n_in 32..896):
+ *
+ *  - activation quantization: the int8 blocks the GPU left in scratch must be
+ *    bit-identical to the CPU's rounding of the same rule (d = amax/127,
+ *    q = roundf(x/d), s = d*sum(q), all single IEEE operations on both sides);
+ *  - the output, poisoned with NaN before each launch, against a float64 dot
+ *    of the reference dequantization (nib_dequantize_row) with those same
+ *    int8 activations. The integer part of every dp4a sub-block is exact, so
+ *    the two differ only by fp32 rounding: each item's value takes a handful
+ *    (<= 8) of fp32 roundings and each lane then adds about n_in/1024 items,
+ *    plus 5 shuffle levels, so |gpu - ref| <= (n_in/1024 + 13) u T, where T is
+ *    the sum of the magnitudes of the terms added (u = 2^-24). T exceeds
+ *    M = sum_j |w_j a_j| when scale and minimum terms cancel; on random blocks
+ *    by at most a small factor, bounded here by 8. So the check is
+ *        |gpu - ref| <= 8 (n_in/1024 + 13) u M     (+ 1e-30 for an all-tiny row)
+ *    F16/BF16 read x as floats: the same bound with x itself as a_j.
+ *    A wrong nibble or scale at n_in <= 896 moves a row by ~M/n >= 1e-3 M,
+ *    far above the bound (~1e-5 M).
+ *  - end to end against the unquantized x: NMSE of y against the float64 dot
+ *    with the float x below 1e-3 (int8 activations with 32-element scales
+ *    give ~1e-5 on normal data), so a wrong activation scale cannot hide.
+ *  - error paths: no kernel (IQ2_XXS), n_in not whole blocks, and an upload
+ *    far larger than the device, which must say bytes needed and free.
+ *
+ * Without a usable GPU (no driver, no device, or a build without CUDA) the
+ * run is one skip with the reason.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "core/fp16.h"
+#include "cuda/cuda.h"
+#include "nib.h"
+#include "quant/blocks.h"
+#include "quant/types.h"
+#include "test.h"
+
+#define U32 (1.0 / 16777216.0) /* fp32 unit roundoff */
+
+static char probe_reason[256];
+
+/* ---- random valid blocks ------------------------------------------------------- */
+
+/* Where each format keeps its fp16 scales: byte offsets in the block (-1 ends). */
+typedef struct scale_fields {
+    nib_type type;
+    int half_off[3];
+} scale_fields;
+
+static const scale_fields fields[] = {
+    {NIB_TYPE_Q4_0, {0, -1}},       {NIB_TYPE_Q4_1, {0, 2, -1}},   {NIB_TYPE_Q5_0, {0, -1}},
+    {NIB_TYPE_Q5_1, {0, 2, -1}},    {NIB_TYPE_Q8_0, {0, -1}},      {NIB_TYPE_Q2_K, {80, 82, -1}},
+    {NIB_TYPE_Q3_K, {108, -1}},     {NIB_TYPE_Q4_K, {0, 2, -1}},   {NIB_TYPE_Q5_K, {0, 2, -1}},
+    {NIB_TYPE_Q6_K, {208, -1}},     {NIB_TYPE_IQ4_NL, {0, -1}},    {NIB_TYPE_IQ4_XS, {0, -1}},
+    {NIB_TYPE_IQ2_XXS, {0, -1}},    {NIB_TYPE_IQ2_XS, {0, -1}},    {NIB_TYPE_IQ2_S, {0, -1}},
+    {NIB_TYPE_IQ3_XXS, {0, -1}},    {NIB_TYPE_IQ3_S, {0, -1}},     {NIB_TYPE_IQ1_S, {0, -1}},
+    {NIB_TYPE_TQ1_0, {52, -1}},     {NIB_TYPE_TQ2_0, {64, -1}},
+};
+
+/* A finite fp16 of random sign, magnitude in [2^-8, 2^-2): never zero. */
+static uint16_t rand_scale(void) {
+    double mag = ldexp(1.0 + rng_uniform(), -8 + (int)(rng_u64() % 6));
+    return nib_f32_to_fp16((float)((rng_u64() & 1) ? -mag : mag));
+}
+
+static void random_rows(nib_type t, void *dst, int64_t n_in, int64_t n_out) {
+    size_t rb = 0;
+    nib_row_bytes(t, n_in, &rb);
+    uint8_t *p = dst;
+    rng_bytes(p, rb * (size_t)n_out);
+    const int64_t n_blocks = (int64_t)(rb * (size_t)n_out / nib_type_block_bytes(t));
+    const size_t bb = nib_type_block_bytes(t);
+    if (t == NIB_TYPE_F16 || t == NIB_TYPE_BF16) {
+        uint16_t *h = dst;
+        for (int64_t i = 0; i < n_in * n_out; i++) {
+            float v = (float)rng_normal();
+            h[i] = t == NIB_TYPE_F16 ? nib_f32_to_fp16(v) : nib_f32_to_bf16(v);
+        }
+        return;
+    }
+    if (t == NIB_TYPE_MXFP4) {  /* E8M0 exponent near 1.0: 2^(e-127), e in 120..134 */
+        for (int64_t i = 0; i < n_blocks; i++) p[(size_t)i * bb] = (uint8_t)(120 + rng_u64() % 15);
+        return;
+    }
+    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+        if (fields[f].type != t) continue;
+        for (int64_t i = 0; i < n_blocks; i++)
+            for (int k = 0; k < 3 && fields[f].half_off[k] >= 0; k++) {
+                uint16_t h = rand_scale();
+                memcpy(p + (size_t)i * bb + (size_t)fields[f].half_off[k], &h, 2);
+            }
+        return;
+    }
+    fprintf(stderr, "  (test has no scale-field row for %s: blocks left as random bytes)\n", nib_type_name(t));
+}
+
+/* ---- one format, one shape --------------------------------------------------------- */
+
+typedef struct shape {
+    int64_t n_in, n_out;
+} shape;
+
+static const shape shapes[] = {
+    {256, 1}, {512, 37}, {896, 33}, {1024, 4}, {4096, 131}, {4864, 9}, {14336, 67},
+};
+
+/* Runs one case; returns false on a failed check (CHECKs already counted). */
+static void check_case(nib_type t, int64_t n_in, int64_t n_out) {
+    nib_error err = {0};
+    size_t rb = 0;
+    if (!nib_row_bytes(t, n_in, &rb)) return;  /* shape not whole blocks of this format */
+    const bool q8 = nib_cuda_gemv_path(t)[0] == 'd';
+    uint8_t *W = malloc(rb * (size_t)n_out + 16);
+    float *x = malloc(sizeof(float) * (size_t)n_in), *y = malloc(sizeof(float) * (size_t)n_out);
+    float *row = malloc(sizeof(float) * (size_t)n_in), *a = malloc(sizeof(float) * (size_t)n_in);
+    int8_t *qs = malloc((size_t)n_in);
+    float *ds = malloc(sizeof(float) * 2 * (size_t)(n_in / 32 + 1));
+    random_rows(t, W, n_in, n_out);
+    for (int64_t i = 0; i < n_in; i++) x[i] = (float)rng_normal();
+
+    nib_cuda_weight *w = NULL;
+    float *dx = NULL, *dy = NULL;
+    void *scratch = NULL;
+    nib_status s = nib_cuda_weight_upload(t, W, n_in, n_out, &w, &err);
+    CHECK(s == NIB_OK, "%s %lldx%lld upload: %s", nib_type_name(t), (long long)n_in, (long long)n_out, err.msg);
+    if (s != NIB_OK) goto done;
+    dx = nib_cuda_alloc(sizeof(float) * (size_t)n_in, &err);
+    dy = nib_cuda_alloc(sizeof(float) * (size_t)n_out, &err);
+    size_t sb = nib_cuda_gemv_scratch_bytes(w);
+    scratch = sb ? nib_cuda_alloc(sb, &err) : NULL;
+    CHECK(dx && dy && (!sb || scratch), "alloc: %s", err.msg);
+    if (!dx || !dy || (sb && !scratch)) goto done;
+    s = nib_cuda_copy_to_device(dx, x, sizeof(float) * (size_t)n_in, &err);
+    if (s == NIB_OK) s = nib_cuda_fill_f32(dy, NAN, (size_t)n_out, &err);  /* poison */
+    if (s == NIB_OK) s = nib_cuda_gemv(w, dx, dy, scratch, NULL, &err);
+    if (s == NIB_OK) s = nib_cuda_sync(&err);
+    if (s == NIB_OK) s = nib_cuda_copy_to_host(y, dy, sizeof(float) * (size_t)n_out, &err);
+    CHECK(s == NIB_OK, "%s %lldx%lld gemv: %s", nib_type_name(t), (long long)n_in, (long long)n_out, err.msg);
+    if (s != NIB_OK) goto done;
+
+    /* the activations the kernel saw: check the quantization, then use them */
+    if (q8) {
+        s = nib_cuda_gemv_scratch_read(w, scratch, qs, ds, &err);
+        CHECK(s == NIB_OK, "scratch read: %s", err.msg);
+        if (s != NIB_OK) goto done;
+        int bad = 0;
+        for (int64_t b = 0; b < n_in / 32; b++) {
+            float amax = 0.0f;
+            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[32 * b + j]));
+            const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            int sum = 0;
+            for (int j = 0; j < 32; j++) {
+                int q = (int)roundf(x[32 * b + j] * id);
+                sum += q;
+                if (q != qs[32 * b + j]) bad++;
+                a[32 * b + j] = (float)qs[32 * b + j] * ds[2 * b];
+            }
+            if (d != ds[2 * b] || d * (float)sum != ds[2 * b + 1]) bad++;
+        }
+        CHECK(bad == 0, "%s: %d activation quants/scales differ from the CPU rounding", nib_type_name(t), bad);
+    } else {
+        memcpy(a, x, sizeof(float) * (size_t)n_in);
+    }
+
+    double worst = 0.0, err2 = 0.0, ref2 = 0.0;
+    int64_t bad_rows = 0, first_bad = -1;
+    const double bound_rel = 8.0 * ((double)n_in / 1024.0 + 13.0) * U32;
+    for (int64_t o = 0; o < n_out; o++) {
+        nib_dequantize_row(t, W + (size_t)o * rb, row, n_in);
+        double ref = 0.0, m = 0.0, ref_f = 0.0;
+        for (int64_t j = 0; j < n_in; j++) {
+            ref += (double)row[j] * (double)a[j];
+            m += fabs((double)row[j] * (double)a[j]);
+            ref_f += (double)row[j] * (double)x[j];
+        }
+        const double diff = fabs((double)y[o] - ref), tol = bound_rel * m + 1e-30;
+        if (!(diff <= tol)) {  /* NaN fails */
+            if (first_bad < 0) first_bad = o;
+            bad_rows++;
+        }
+        if (m > 0 && diff / m > worst) worst = diff / m;
+        err2 += ((double)y[o] - ref_f) * ((double)y[o] - ref_f);
+        ref2 += ref_f * ref_f;
+    }
+    CHECK(bad_rows == 0, "%s %lldx%lld: %lld rows out of tolerance (first row %lld: gpu %g), bound %.2g M",
+          nib_type_name(t), (long long)n_in, (long long)n_out, (long long)bad_rows, (long long)first_bad,
+          first_bad >= 0 ? (double)y[first_bad] : 0.0, bound_rel);
+    const double nmse = ref2 > 0 ? err2 / ref2 : 0.0;
+    CHECK(nmse < 1e-3, "%s %lldx%lld: NMSE against float x %.3g", nib_type_name(t), (long long)n_in,
+          (long long)n_out, nmse);
+    printf("      %-7s %6lld x %-6lld max |gpu-ref|/M %.2e (bound %.1e)  NMSE vs float x %.1e\n", nib_type_name(t),
+           (long long)n_in, (long long)n_out, worst, bound_rel, nmse);
+done:
+    nib_cuda_weight_free(w);
+    nib_cuda_free(dx);
+    nib_cuda_free(dy);
+    nib_cuda_free(scratch);
+    free(W), free(x), free(y), free(row), free(a), free(qs), free(ds);
+}
+
+static nib_type cur_type;
+
+static void test_gemv_format(void) {
+    rng_seed(1000 + (uint64_t)cur_type);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_case(cur_type, shapes[i].n_in, shapes[i].n_out);
+}
+
+static void test_errors(void) {
+    nib_error err = {0};
+    nib_cuda_weight *w = NULL;
+    uint8_t blk[1024] = {0};
+    CHECK(nib_cuda_weight_upload(NIB_TYPE_IQ2_XXS, blk, 256, 1, &w, &err) == NIB_ERR_UNSUPPORTED && !w,
+          "no-kernel type accepted");
+    CHECK(nib_cuda_weight_upload(NIB_TYPE_Q4_0, blk, 48, 1, &w, &err) == NIB_ERR_ARG && !w, "n_in 48 accepted");
+    /* ~1.1 TB of Q8_0: more than any device; must fail before touching the host pointer */
+    nib_status s = nib_cuda_weight_upload(NIB_TYPE_Q8_0, blk, (int64_t)1 << 20, (int64_t)1 << 20, &w, &err);
+    CHECK(s == NIB_ERR_NOMEM && !w && strstr(err.msg, "free"), "huge upload: status %d, '%s'", (int)s, err.msg);
+    printf("      huge upload says: %s\n", err.msg);
+}
+
+int main(void) {
+    if (!nib_cuda_probe(probe_reason, sizeof probe_reason)) {
+        printf("SKIP cuda: %s\n", probe_reason);
+        test_skipped++;
+        return test_summary();
+    }
+    nib_cuda_device_info info;
+    char why[256];
+    if (nib_cuda_device_get(0, &info, why, sizeof why))
+        printf("device 0: %s, compute capability %d.%d, %d SMs\n", info.name, info.cc_major, info.cc_minor,
+               info.sm_count);
+    char name[64];
+    printf("formats without a CUDA kernel:");
+    for (int t = 0; t < NIB_TYPE_COUNT; t++)
+        if (nib_type_traits_get(t) && !nib_cuda_has_gemv((nib_type)t)) printf(" %s", nib_type_name((nib_type)t));
+    printf("\n");
+    for (int t = 0; t < NIB_TYPE_COUNT; t++) {
+        if (!nib_cuda_has_gemv((nib_type)t)) continue;
+        cur_type = (nib_type)t;
+        snprintf(name, sizeof name, "gemv_%s (%s)", nib_type_name(cur_type), nib_cuda_gemv_path(cur_type));
+        test_run(name, test_gemv_format);
+    }
+    RUN(test_errors);
+    return test_summary();
+}

@@ -1,0 +1,158 @@
+/* The forward step's ops against float64 references: RMSNorm, RoPE (both
+ * orderings, partial rotation, frequency factors), GQA attention (scalar and
+ * AVX2, fp16 and fp32 caches, windows), and the activations. Random inputs,
+ * outputs poisoned with NaN before each call. */
+#include <stdlib.h>
+
+#include "core/fp16.h"
+#include "cpu/cpu.h"
+#include "ops/ops.h"
+#include "test.h"
+
+static void fill(float *x, int64_t n, double s) {
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(s * rng_normal());
+}
+
+static void test_rmsnorm(void) {
+    rng_seed(3);
+    float x[1000], w[1000], y[1000];
+    fill(x, 1000, 3.0);
+    fill(w, 1000, 1.0);
+    for (int i = 0; i < 1000; i++) y[i] = NAN;
+    nib_rmsnorm(y, x, w, 1000, 1e-6f);
+    double ss = 0;
+    for (int i = 0; i < 1000; i++) ss += (double)x[i] * x[i];
+    double inv = 1.0 / sqrt(ss / 1000 + 1e-6);
+    double worst = 0;
+    for (int i = 0; i < 1000; i++) worst = fmax(worst, fabs(y[i] - x[i] * inv * w[i]) / (fabs(x[i] * inv * w[i]) + 1e-30));
+    /* three fp32 roundings (inv, two products): < 4 * 2^-24 relative */
+    CHECK(worst < 4 * ldexp(1.0, -24), "rmsnorm relative error %.3g", worst);
+}
+
+static void test_rope(void) {
+    rng_seed(4);
+    float ff[32];
+    for (int i = 0; i < 32; i++) ff[i] = (float)(1.0 + 7.0 * rng_uniform());
+    for (int neox = 0; neox < 2; neox++)
+        for (int partial = 0; partial < 2; partial++)
+            for (int use_ff = 0; use_ff < 2; use_ff++) {
+                nib_rope r = {partial ? 32 : 64, neox, 10000.0f, use_ff ? 1.0f : 2.0f, use_ff ? ff : NULL};
+                float x[64], y[64];
+                fill(x, 64, 1.0);
+                memcpy(y, x, sizeof x);
+                int64_t pos = 1 + (int64_t)(rng_u64() % 30000);
+                nib_rope_apply(y, pos, &r);
+                double worst = 0;
+                for (int i = 0; i < r.n_rot / 2; i++) {
+                    double th = (double)pos / r.scale * pow(10000.0, -2.0 * i / r.n_rot) / (use_ff ? ff[i] : 1.0);
+                    int a = neox ? i : 2 * i, b = neox ? i + r.n_rot / 2 : 2 * i + 1;
+                    double ya = x[a] * cos(th) - x[b] * sin(th), yb = x[a] * sin(th) + x[b] * cos(th);
+                    worst = fmax(worst, fmax(fabs(ya - y[a]), fabs(yb - y[b])));
+                }
+                for (int i = r.n_rot; i < 64; i++) CHECK(y[i] == x[i], "dimension %d beyond n_rot changed", i);
+                /* |x| ~ 3 at most; cos/sin rounded to fp32 and two products: ~1e-6 */
+                CHECK(worst < 2e-6 * 4, "rope neox=%d partial=%d ff=%d error %.3g", neox, partial, use_ff, worst);
+            }
+}
+
+/* float64 attention of one group */
+static void attention_f64(double *out, const float *q, int g, const float *k, const float *v, int64_t stride, int hd,
+                          int64_t j0, int64_t j1, double scale) {
+    for (int h = 0; h < g; h++) {
+        double mx = -1e300, *s = malloc(sizeof(double) * (size_t)(j1 - j0)), sum = 0;
+        for (int64_t j = j0; j < j1; j++) {
+            double d = 0;
+            for (int e = 0; e < hd; e++) d += (double)q[h * hd + e] * k[j * stride + e];
+            s[j - j0] = d * scale;
+            mx = fmax(mx, s[j - j0]);
+        }
+        for (int64_t j = j0; j < j1; j++) sum += (s[j - j0] = exp(s[j - j0] - mx));
+        for (int e = 0; e < hd; e++) {
+            double o = 0;
+            for (int64_t j = j0; j < j1; j++) o += s[j - j0] / sum * v[j * stride + e];
+            out[h * hd + e] = o;
+        }
+        free(s);
+    }
+}
+
+static void test_attention(void) {
+    rng_seed(5);
+    static const int64_t lens[] = {1, 7, 64, 255, 1023};
+    static const int hds[] = {64, 128, 256};
+    int n_cases = 0;
+    for (int level = NIB_SIMD_SCALAR; level <= NIB_SIMD_AVX2; level++) {
+        if (level > (int)nib_cpu_detect_simd()) continue;
+        nib_simd_level prev = nib_cpu_set_simd_level((nib_simd_level)level);
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+            for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++)
+                for (int f16 = 0; f16 < 2; f16++) {
+                    int64_t n = lens[li], hd = hds[hi], stride = 2 * hd + 8;  /* KV head 0 of 2, padded */
+                    int g = 1 + (int)(rng_u64() % 4);
+                    int64_t j0 = n > 8 && (rng_u64() & 1) ? n / 3 : 0;  /* a window start */
+                    float *q = malloc(sizeof(float) * (size_t)(g * hd)), *k = malloc(sizeof(float) * (size_t)(n * stride)),
+                          *v = malloc(sizeof(float) * (size_t)(n * stride)), *out = malloc(sizeof(float) * (size_t)(g * hd)),
+                          *sc = malloc(sizeof(float) * (size_t)(g * n));
+                    nib_fp16 *k16 = malloc(2 * (size_t)(n * stride)), *v16 = malloc(2 * (size_t)(n * stride));
+                    double *ref = malloc(sizeof(double) * (size_t)(g * hd));
+                    fill(q, g * hd, 1.0);
+                    fill(k, n * stride, 1.0);
+                    fill(v, n * stride, 1.0);
+                    if (f16)  /* the reference sees the values the cache holds */
+                        for (int64_t i = 0; i < n * stride; i++) {
+                            k16[i] = nib_f32_to_fp16(k[i]), k[i] = nib_fp16_to_f32(k16[i]);
+                            v16[i] = nib_f32_to_fp16(v[i]), v[i] = nib_fp16_to_f32(v16[i]);
+                        }
+                    for (int64_t i = 0; i < g * hd; i++) out[i] = NAN;
+                    double scale = 1.0 / sqrt((double)hd);
+                    nib_attn_args a = {out, q, g, f16 ? (void *)k16 : k, f16 ? (void *)v16 : v, stride, stride, f16,
+                                       (int32_t)hd, (int32_t)hd, j0, n, (float)scale, sc};
+                    nib_attention_group(&a);
+                    attention_f64(ref, q, g, k, v, stride, (int)hd, j0, n, scale);
+                    double worst = 0;
+                    for (int64_t i = 0; i < g * hd; i++) worst = fmax(worst, fabs(out[i] - ref[i]));
+                    /* outputs are convex combinations of N(0,1) values; scores of size ~sqrt(hd)*scale = O(1)
+                     * carry fp32 error ~hd * 2^-24, which moves weights by as much: 1e-5 absolute is ample */
+                    CHECK(worst < 1e-5, "%s attention n=%lld hd=%lld g=%d f16=%d j0=%lld: error %.3g",
+                          nib_simd_level_name((nib_simd_level)level), (long long)n, (long long)hd, g, f16,
+                          (long long)j0, worst);
+                    n_cases++;
+                    free(q), free(k), free(v), free(out), free(sc), free(k16), free(v16), free(ref);
+                }
+        nib_cpu_set_simd_level(prev);
+    }
+    printf("      %d attention cases\n", n_cases);
+}
+
+static void test_activations(void) {
+    rng_seed(6);
+    float g[512], u[512], g2[512];
+    fill(g, 512, 3.0);
+    fill(u, 512, 1.0);
+    memcpy(g2, g, sizeof g);
+    nib_swiglu(g, u, 512);
+    nib_geglu_tanh(g2, u, 512);
+    double w1 = 0, w2 = 0;
+    rng_seed(6);  /* the same inputs again, for the float64 reference */
+    float g0[512];
+    fill(g0, 512, 3.0);
+    for (int i = 0; i < 512; i++) {
+        double x = g0[i];
+        double silu = x / (1 + exp(-x)) * u[i];
+        double gelu = 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
+        /* relative to the size of the inputs: for x << 0 both are tiny differences of O(x) terms */
+        double size = (fabs(x) + 1.0) * fabs(u[i]);
+        w1 = fmax(w1, fabs(g[i] - silu) / size);
+        w2 = fmax(w2, fabs(g2[i] - gelu) / size);
+    }
+    /* a few fp32 roundings of O(size) values */
+    CHECK(w1 < 1e-6 && w2 < 1e-6, "activation errors silu %.3g gelu %.3g", w1, w2);
+}
+
+int main(void) {
+    RUN(test_rmsnorm);
+    RUN(test_rope);
+    RUN(test_attention);
+    RUN(test_activations);
+    return test_summary();
+}
