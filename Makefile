@@ -3,6 +3,7 @@
 #   make            libnib.a, libnib.so (for the Python oracle tests) and the nib CLI
 #   make test       build and run every test that needs no GPU
 #   make run        fetch SmolLM2-135M-Instruct (once) and answer a sample prompt
+#   make fuzz       fuzz the reader, loader, tokenizer and chat templates (FUZZ_SECONDS each)
 #
 # The reference kernels must compute exactly what their definitions say, so
 # floating-point contraction (FMA fusion) is off and -ffast-math is never used.
@@ -20,6 +21,48 @@ LIB_SRC := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+
+# ---- CUDA backend (src/cuda/) ---------------------------------------------------------
+# NIB_CUDA       1 when nvcc is on PATH (auto-detected); NIB_CUDA=0 builds without
+#                CUDA even then. Without CUDA, src/cuda/cuda_stub.c answers every
+#                nib_cuda_* call with "not compiled into this build".
+# NIB_CUDA_ARCH  SASS targets, default 80 86 89 90, plus PTX of the last one so
+#                newer GPUs JIT it; NIB_CUDA_ARCH=90 builds sm_90 (+PTX) only.
+# The CUDA runtime is linked statically (-lcudart_static): a binary built with
+# CUDA still starts on a machine with no NVIDIA driver and says why CUDA is off.
+#   make test-gpu   the GPU tests (tests/gpu/); without a GPU: one SKIP with the reason
+#   make gpu-lab    the GEMV kernel lab (dev/cuda/gemv_lab.cu), a standalone program
+NVCC          ?= nvcc
+NIB_CUDA      ?= $(if $(shell command -v $(NVCC) 2>/dev/null),1,0)
+NIB_CUDA_ARCH ?= 80 86 89 90
+GPU_TEST_BIN  := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(sort $(wildcard tests/gpu/test_*.c)))
+CUDA_HDR      := $(wildcard src/cuda/*.h src/cuda/*.cuh) src/quant/blocks.h include/nib.h
+.PHONY: test-gpu gpu-lab
+ifeq ($(NIB_CUDA),1)
+CUDA_HOME     ?= $(patsubst %/bin/,%,$(dir $(shell command -v $(NVCC))))
+NVCCFLAGS     := -std=c++17 -O3 -lineinfo -Xcompiler -fPIC,-Wall -Iinclude -Isrc \
+                 $(foreach a,$(NIB_CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+                 -gencode arch=compute_$(lastword $(NIB_CUDA_ARCH)),code=compute_$(lastword $(NIB_CUDA_ARCH))
+CUDA_OBJ      := $(patsubst %.cu,$(BUILD)/%.o,$(sort $(wildcard src/cuda/*.cu)))
+LIB_OBJ       := $(filter-out $(BUILD)/src/cuda/cuda_stub.o,$(LIB_OBJ)) $(CUDA_OBJ)
+LDLIBS        += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
+$(BUILD)/src/cuda/%.o: src/cuda/%.cu $(CUDA_HDR)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+gpu-lab: $(BUILD)/dev/cuda/gemv_lab
+$(BUILD)/dev/cuda/gemv_lab: dev/cuda/gemv_lab.cu $(CUDA_HDR)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -o $@ $<
+else
+gpu-lab:
+	@echo "gpu-lab: no nvcc (or NIB_CUDA=0): the kernel lab needs CUDA"
+endif
+$(BUILD)/tests/gpu/%: tests/gpu/%.c tests/test.h $(BUILD)/libnib.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libnib.a $(LDLIBS)
+test-gpu: $(GPU_TEST_BIN)
+	@status=0; for t in $(GPU_TEST_BIN); do echo "-- $$t"; $$t || status=1; done; exit $$status
+# ---- end of the CUDA block --------------------------------------------------------------
 
 TEST_C   := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_C:tests/%.c=$(BUILD)/tests/%)
@@ -84,6 +127,9 @@ test-oracle: $(BUILD)/libnib.so $(BUILD)/nib venv
 test: all
 	@sh tests/run_all.sh "$(MAKE)"
 
+# test-fuzz, test-hostile (both in `make test`) and `make fuzz`: hostile input
+include tests/hostile.mk
+
 # ---- running a model -------------------------------------------------------------
 RUN_MODEL  ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
 RUN_PROMPT ?= <|im_start|>user\nWhat is the capital of France? Answer in one sentence.<|im_end|>\n<|im_start|>assistant\n
@@ -99,17 +145,16 @@ run: all venv
 # ---- whole models against llama.cpp ---------------------------------------------
 # test-e2e: nib against the committed golden files of tests/golden/models (the
 #   models come from `sh tools/fetch_models.sh`; a model not there is skipped).
-# golden: the llama.cpp venv (tools/setup_llama_venv.sh), the models, new golden
-#   files from llama.cpp, then test-e2e against them.
+# golden: the models (make models), the llama.cpp venv (tools/setup_llama_venv.sh),
+#   new golden files from llama.cpp, then the e2e test against them.
 LLAMA_VENV := .venv-llama
 .PHONY: test-e2e golden
 
 test-e2e: $(BUILD)/libnib.so venv
 	$(PY) tests/e2e/test_models.py --lib $(BUILD)/libnib.so
 
-golden: $(BUILD)/libnib.so venv
+golden: $(BUILD)/libnib.so models
 	sh tools/setup_llama_venv.sh $(LLAMA_VENV)
-	sh tools/fetch_models.sh
 	$(LLAMA_VENV)/bin/python tools/gen_golden_models.py
 	$(PY) tests/e2e/test_models.py --lib $(BUILD)/libnib.so
 

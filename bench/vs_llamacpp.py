@@ -91,7 +91,6 @@ def bench_llama(path, threads, pp, tg, reps):
         s, seq = run_tg()
         tgs.append(s)
         seqs.append(seq)
-    del llm
     (pm, psd), (tm, tsd) = msd(pps), msd(tgs)
     return {"pp_tps": pm, "pp_tps_sd": psd, "tg_tps": tm, "tg_tps_sd": tsd,
             "greedy_tokens_identical": all(s == seqs[0] for s in seqs)}

@@ -195,6 +195,10 @@ uint64_t nib_gguf_file_size(const nib_gguf *g);
 
 int64_t nib_gguf_n_kv(const nib_gguf *g);
 const nib_gguf_kv *nib_gguf_kv_at(const nib_gguf *g, int64_t i);
+/* A STRING value's text, straight from the kv (keys may hold any bytes, a NUL
+ * included, so looking a key up again by name is not always possible);
+ * {NULL, 0} for a kv of another type. */
+nib_str nib_gguf_kv_str(const nib_gguf_kv *kv);
 int64_t nib_gguf_find_key(const nib_gguf *g, const char *key);  /* -1 if absent */
 
 int64_t nib_gguf_n_tensors(const nib_gguf *g);

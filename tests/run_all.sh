@@ -8,7 +8,7 @@ trap 'rm -f "$log"' EXIT
 status=0
 # the real models the oracle and end-to-end tests use (cached after the first fetch)
 $MAKE --no-print-directory -s models || { echo "could not fetch the test models"; status=1; }
-for target in test-c test-oracle test-e2e; do
+for target in test-c test-oracle test-e2e test-fuzz test-hostile; do
     echo "== $target"
     $MAKE --no-print-directory -s $target 2>&1 | tee -a "$log"
     # a runner that dies without its closing line must still fail the run

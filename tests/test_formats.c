@@ -304,7 +304,7 @@ static double dot_tolerance(nib_type t, const void *wq, const float *w, const fl
 }
 
 static void check_vec_dot(nib_type t, const uint8_t *wq, int64_t n, const float *x, int *bad, double *worst) {
-    static uint8_t aq[MAX_ROW * 2];
+    static uint8_t aq[MAX_ROW * 4];  /* F32 activations (float weight types) take 4 bytes each */
     static float w[MAX_ROW], a[MAX_ROW];
     const nib_type_traits *at = quantize_activation(t, x, aq, n);
     poison(w, n);
@@ -368,7 +368,7 @@ static void test_vec_dot_rows_and_matvec(void) {
             enum { ROWS = 5 };
             static uint8_t wq[ROWS][MAX_ROW * 4];
             static float x[MAX_ROW], w[MAX_ROW], a[MAX_ROW];
-            static uint8_t aq[MAX_ROW * 2];
+            static uint8_t aq[MAX_ROW * 4];  /* F32 activations take 4 bytes each */
             random_normal(x, n, 1.0);
             for (int r = 0; r < ROWS; r++) {
                 if (tt->quantize && (r & 1)) {  /* alternate quantized real data and random valid blocks */
@@ -459,6 +459,36 @@ static void test_dequantize_writes_everything(void) {
     }
 }
 
+/* NaN, inf and denormals in a row to quantize (NaN weights are legal in a
+ * file, and reach the activation quantizers): Q8_0 and Q8_1 once cast NaN and
+ * inf to int8, which is undefined (found by fuzzing under UBSan; a denormal
+ * block maximum makes 1/d infinite). NaN codes are now -128, what the AVX2
+ * twin's conversion gives; finite values in the block are unaffected. */
+static void test_quantize_nan_rows(void) {
+    static const nib_type types[] = {NIB_TYPE_Q8_0, NIB_TYPE_Q8_1, NIB_TYPE_Q4_0, NIB_TYPE_Q4_1, NIB_TYPE_Q5_0,
+                                     NIB_TYPE_Q5_1};
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        float x[32], y[32];
+        for (int i = 0; i < 32; i++) x[i] = (float)(i - 16) / 8.0f;
+        x[3] = NAN;
+        uint8_t q[64];
+        bool q8 = types[k] == NIB_TYPE_Q8_0 || types[k] == NIB_TYPE_Q8_1;
+        CHECK(nib_quantize_row(types[k], x, q, 32) == NIB_OK, "%s: quantize", nib_type_name(types[k]));
+        const int8_t *qs = (const int8_t *)(q + (types[k] == NIB_TYPE_Q8_0 ? 2 : 4));
+        CHECK(!q8 || qs[3] == INT8_MIN, "%s: NaN quantized to %d, expected -128", nib_type_name(types[k]), qs[3]);
+        nib_dequantize_row(types[k], q, y, 32);
+        CHECK(!q8 || (fabsf(y[0] - x[0]) < 0.02f && fabsf(y[31] - x[31]) < 0.02f), "%s: the finite values of the block",
+              nib_type_name(types[k]));
+        /* a denormal maximum: 1/d is infinite */
+        for (int i = 0; i < 32; i++) x[i] = i == 5 ? 1e-44f : 0.0f;
+        CHECK(nib_quantize_row(types[k], x, q, 32) == NIB_OK, "%s: a denormal block", nib_type_name(types[k]));
+        for (int i = 0; i < 32; i++) x[i] = NAN;
+        CHECK(nib_quantize_row(types[k], x, q, 32) == NIB_OK, "%s: an all-NaN block", nib_type_name(types[k]));
+        x[0] = INFINITY;
+        CHECK(nib_quantize_row(types[k], x, q, 32) == NIB_OK, "%s: inf and NaN", nib_type_name(types[k]));
+    }
+}
+
 int main(void) {
     RUN(test_table_complete);
     RUN(test_api_rejects_bad_rows);
@@ -468,5 +498,6 @@ int main(void) {
     RUN(test_vec_dot_single_blocks);
     RUN(test_vec_dot_rows_and_matvec);
     RUN(test_dot_f32);
+    RUN(test_quantize_nan_rows);
     return test_summary();
 }

@@ -249,6 +249,11 @@ static void test_broken_files(void) {
     expect_error(&f, "version 7", "v7");
     header(&f, 0x03000000u, 0, 0);
     expect_error(&f, "big-endian", "big-endian");
+    header(&f, 0x02000000u, 0, 0);
+    expect_error(&f, "big-endian", "big-endian v2");
+    /* 0 once read as a byte-swapped version: it is no version at all */
+    header(&f, 0, 0, 0);
+    expect_error(&f, "unsupported GGUF version 0", "v0");
     header(&f, 3, 0, 1ull << 60);
     expect_error(&f, "metadata count|at byte 16", "huge kv count");
     header(&f, 3, UINT64_MAX, 0);

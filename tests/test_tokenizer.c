@@ -577,6 +577,22 @@ static void test_spm_small(void) {
     k = nib_token_to_piece(tok, 15, false, out, sizeof out);
     CHECK(k == 6 && !memcmp(out, "<user>", 6), "user-defined renders as text");
     CHECK(nib_token_to_piece(tok, 99, true, out, sizeof out) == 0, "an id outside the vocabulary renders empty");
+
+    /* a buffer too small: whole characters or nothing, the count is what was
+     * written (it once was the count needed, and a caller trusting it read past
+     * its buffer), and what was dropped is counted */
+    nib_detok s = {0};
+    char small[4] = {'#', '#', '#', '#'};
+    nib_detok_push(&s, tok, 11, false, small, 2);
+    nib_detok_push(&s, tok, 12, false, small, 2);
+    k = nib_detok_push(&s, tok, 13, false, small, 2);
+    CHECK(k == 0 && s.n_lost == 3 && small[0] == '#', "a 3-byte character into 2 bytes: %zu written, %llu lost", k,
+          (unsigned long long)s.n_lost);
+    k = nib_detok_push(&s, tok, 8, false, small, 2);
+    CHECK(k == 2 && !memcmp(small, " a", 2) && s.n_lost == 4 && small[2] == '#', "' ab' into 2 bytes: ' a' kept, 'b' lost");
+    nib_detok_push(&s, tok, 11, false, small, 2);
+    k = nib_detok_flush(&s, small, 2);
+    CHECK(k == 0 && s.n_lost == 7 && s.n_pending == 0, "flush into 2 bytes: nothing written, U+FFFD lost");
     nib_tokenizer_free(tok);
     nib_gguf_close(g);
 }

@@ -769,7 +769,7 @@ static int f_sum(jctx *c, const jexpr *at, jv self, const jargs *a, jv *out) {
 static jargs args_rest(const jargs *a, int k) {
     jargs r = *a;
     if (k > r.n_pos) k = r.n_pos;
-    r.pos += k;
+    if (k > 0) r.pos += k;  /* a call without positional arguments has pos == NULL; NULL + 0 is undefined in C */
     r.n_pos -= k;
     return r;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "chat/chat_template.h"
 #include "cli/cli.h"
@@ -25,7 +26,9 @@ static char *choose_template(const cli_opts *o, const nib_model *m) {
     if (o->chat_template) {
         const char *b = nib_chat_builtin(o->chat_template);
         if (b) return strdup(b);
-        FILE *f = fopen(o->chat_template, "rb");
+        /* fopen succeeds on a directory; only a regular file can be a template */
+        struct stat st;
+        FILE *f = stat(o->chat_template, &st) == 0 && S_ISREG(st.st_mode) ? fopen(o->chat_template, "rb") : NULL;
         if (!f) {
             fprintf(stderr, "nib chat: --chat-template '%s' is neither a built-in (chatml, gemma, llama3) nor a readable file\n",
                     o->chat_template);
@@ -37,6 +40,7 @@ static char *choose_template(const cli_opts *o, const nib_model *m) {
         char *t = n >= 0 ? malloc((size_t)n + 1) : NULL;
         if (t && fread(t, 1, (size_t)n, f) == (size_t)n) t[n] = 0;
         else {
+            fprintf(stderr, "nib chat: cannot read --chat-template '%s'%s\n", o->chat_template, t ? "" : ": out of memory");
             free(t);
             t = NULL;
         }
@@ -110,7 +114,7 @@ int cmd_chat(int argc, char **argv) {
         nib_chat_vars vars = {bos, eos, true};
         char *text = NULL;
         if (nib_chat_render(tmpl, msgs, n_msgs, &vars, &text, &err) != NIB_OK) {
-            fprintf(stderr, "nib chat: chat template: %s\n", err.msg);
+            fprintf(stderr, "nib chat: %s\n", err.msg);  /* the message starts "chat template: " */
             goto done;
         }
         int32_t *ids = NULL;

@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cpu/cpu.h"
+#include "cuda/cuda.h"
 
 int cmd_info(int argc, char **argv) {
     (void)argv;
@@ -15,7 +16,24 @@ int cmd_info(int argc, char **argv) {
     printf("cpu: %ld online CPUs, SIMD detected %s, in use %s (NIB_SIMD=scalar|avx2 lowers it)\n",
            sysconf(_SC_NPROCESSORS_ONLN), nib_simd_level_name(nib_cpu_detect_simd()),
            nib_simd_level_name(nib_cpu_simd_level()));
-    printf("cuda: not compiled into this build (the CUDA backend arrives with a later milestone)\n");
+    /* CUDA: each device, or the one-line reason there is none (never fatal) */
+    char why[256];
+    int n_dev = nib_cuda_device_count(why, sizeof why);
+    if (!nib_cuda_compiled() || n_dev <= 0) {
+        printf("cuda: unavailable: %s\n", why);
+    } else {
+        bool usable = nib_cuda_probe(why, sizeof why);
+        printf("cuda: %d device%s%s%s\n", n_dev, n_dev == 1 ? "" : "s", usable ? "" : "; not usable: ", usable ? "" : why);
+        for (int i = 0; i < n_dev; i++) {
+            nib_cuda_device_info d;
+            if (!nib_cuda_device_get(i, &d, why, sizeof why)) {
+                printf("  %d: %s\n", i, why);
+                continue;
+            }
+            printf("  %d: %s, compute capability %d.%d, %d SMs, %.1f / %.1f GiB free\n", i, d.name, d.cc_major,
+                   d.cc_minor, d.sm_count, (double)d.free_bytes / (1 << 30), (double)d.total_bytes / (1 << 30));
+        }
+    }
     printf("formats: 27 (see nib inspect --types)\n");
     return 0;
 }

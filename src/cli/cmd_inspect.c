@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cpu/cpu.h"
+#include "cuda/cuda.h"
 #include "nib.h"
 #include "quant/types.h"
 
@@ -16,20 +18,36 @@ static void usage(FILE *f) {
             "       nib inspect --types       every supported format and its backends\n");
 }
 
-/* A string with control bytes escaped, cut at MAX_SHOWN_CHARS. */
-static void print_str(nib_str s) {
-    putchar('"');
-    uint64_t n = s.len < MAX_SHOWN_CHARS ? s.len : MAX_SHOWN_CHARS;
+/* The bytes of s with control bytes escaped (a file's text must not drive the
+ * terminal: no raw escape sequences), at most max of them; returns the
+ * columns printed. */
+static int print_escaped(nib_str s, uint64_t max) {
+    uint64_t n = s.len < max ? s.len : max;
+    int cols = 0;
     for (uint64_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s.ptr[i];
-        if (c == '\n') fputs("\\n", stdout);
-        else if (c == '\t') fputs("\\t", stdout);
-        else if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20 || c == 0x7f) printf("\\x%02x", c);
-        else putchar(c);
+        if (c == '\n') cols += printf("\\n");
+        else if (c == '\t') cols += printf("\\t");
+        else if (c == '"' || c == '\\') cols += printf("\\%c", c);
+        else if (c < 0x20 || c == 0x7f) cols += printf("\\x%02x", c);
+        else putchar(c), cols += (c & 0xC0) != 0x80;  /* a UTF-8 character is one column */
     }
+    return cols;
+}
+
+/* A string in quotes, cut at MAX_SHOWN_CHARS. */
+static void print_str(nib_str s) {
     putchar('"');
-    if (s.len > n) printf("... (%llu bytes)", (unsigned long long)s.len);
+    print_escaped(s, MAX_SHOWN_CHARS);
+    putchar('"');
+    if (s.len > MAX_SHOWN_CHARS) printf("... (%llu bytes)", (unsigned long long)s.len);
+}
+
+/* A key or tensor name, escaped, padded to width columns. */
+static void print_name(nib_str s, int width) {
+    int cols = print_escaped(s, 160);
+    if (s.len > 160) cols += printf("...");
+    for (; cols < width; cols++) putchar(' ');
 }
 
 static void print_scalar(nib_gguf_vtype t, const void *p) {
@@ -53,15 +71,14 @@ static void print_scalar(nib_gguf_vtype t, const void *p) {
     }
 }
 
-static void print_kv(const nib_gguf *g, const nib_gguf_kv *kv) {
-    printf("  %-44.*s ", (int)kv->key.len, kv->key.ptr);
+static void print_kv(const nib_gguf_kv *kv) {
+    printf("  ");
+    print_name(kv->key, 44);
+    putchar(' ');
     if (kv->type == NIB_GGUF_STRING) {
-        nib_str s;
-        char key[256];
-        snprintf(key, sizeof key, "%.*s", (int)kv->key.len, kv->key.ptr);
-        nib_gguf_get_str(g, key, &s, NULL);
+        /* from the kv itself: a key cut or holding a NUL cannot be looked up again */
         printf("%-8s ", "string");
-        print_str(s);
+        print_str(nib_gguf_kv_str(kv));
     } else if (kv->type == NIB_GGUF_ARRAY) {
         printf("[%s x %llu] [", nib_gguf_vtype_name(kv->elem_type), (unsigned long long)kv->n);
         static const size_t size[NIB_GGUF_VTYPE_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
@@ -100,7 +117,7 @@ static int inspect_file(const char *path) {
            (unsigned long long)nib_gguf_data_offset(g), size);
 
     printf("metadata:\n");
-    for (int64_t i = 0; i < nib_gguf_n_kv(g); i++) print_kv(g, nib_gguf_kv_at(g, i));
+    for (int64_t i = 0; i < nib_gguf_n_kv(g); i++) print_kv(nib_gguf_kv_at(g, i));
 
     printf("\ntensors:\n  %5s  %-40s %-8s %-24s %12s %12s\n", "#", "name", "type", "shape", "bytes", "offset");
     uint64_t bytes_by_type[NIB_TYPE_COUNT] = {0}, count_by_type[NIB_TYPE_COUNT] = {0};
@@ -115,8 +132,10 @@ static int inspect_file(const char *path) {
             if (k >= (int)sizeof shape) k = (int)sizeof shape - 1;
         }
         for (int d = 0; d < NIB_GGUF_MAX_DIMS; d++) elems *= (uint64_t)t->ne[d];
-        printf("  %5lld  %-40.*s %-8s %-24s %12llu %12llu\n", (long long)i, (int)t->name.len, t->name.ptr,
-               nib_type_name(t->type), shape, (unsigned long long)t->n_bytes, (unsigned long long)t->offset);
+        printf("  %5lld  ", (long long)i);
+        print_name(t->name, 40);
+        printf(" %-8s %-24s %12llu %12llu\n", nib_type_name(t->type), shape, (unsigned long long)t->n_bytes,
+               (unsigned long long)t->offset);
         bytes_by_type[t->type] += t->n_bytes;
         count_by_type[t->type]++;
         elems_total += elems;
@@ -146,9 +165,14 @@ static int inspect_types(void) {
         if (!tt) continue;
         n++;
         double bpw = 8.0 * (double)tt->block_bytes / (double)tt->block_elems;
-        printf("%-3d %-8s %6lld %6zu %7.4g  %-10s %-9s %-14s %s\n", t, tt->name, (long long)tt->block_elems,
+        /* the CUDA backend says itself which formats it has a GEMV kernel for */
+        const char *cuda_path = nib_cuda_gemv_path((nib_type)t);
+        char cpu[64];
+        nib_cpu_describe_kernels((nib_type)t, cpu, sizeof cpu);
+        printf("%-3d %-8s %6lld %6zu %7.4g  %-10s %-9s %-14s cpu %s%s%s\n", t, tt->name, (long long)tt->block_elems,
                tt->block_bytes, bpw, tt->dequantize ? "yes" : "no", tt->quantize ? "yes" : "no",
-               nib_type_name(tt->vec_dot_type), "cpu (scalar reference)");
+               nib_type_name(tt->vec_dot_type), cpu, cuda_path ? ", cuda gemv " : "",
+               cuda_path ? cuda_path : "");
     }
     printf("\n%d formats.", n);
     printf(" 'quantize: no' means no reference quantizer:");
@@ -159,6 +183,14 @@ static int inspect_types(void) {
     const nib_type_traits *iq = nib_type_traits_get(NIB_TYPE_IQ2_XXS);
     printf(" (%s).\n", iq && iq->quantize_note ? iq->quantize_note : "");
     printf("Known, stored but not computed with: I8 I16 I32 I64 F64.\n");
+    if (nib_cuda_compiled()) {
+        printf("No CUDA kernel yet (these run on the CPU):");
+        for (int t = 0; t < NIB_TYPE_COUNT; t++)
+            if (nib_type_traits_get(t) && !nib_cuda_has_gemv((nib_type)t)) printf(" %s", nib_type_name((nib_type)t));
+        printf(".\n");
+    } else {
+        printf("CUDA: not compiled into this build.\n");
+    }
     return 0;
 }
 

@@ -1,6 +1,7 @@
 /* See generate.h. */
 #include "cli/generate.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,8 +54,26 @@ void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int
         return;
     }
     r->t_prompt_s = cli_now_s() - t0;
+    /* NaN or infinite weights are legal in a file and run; say why the text is noise */
+    if (n_prompt > 0) {
+        const float *lg = nib_ctx_logits(s->ctx);
+        int32_t n_vocab = s->model->hp.n_vocab, bad = 0;
+        for (int32_t i = 0; i < n_vocab; i++) bad += !isfinite(lg[i]);
+        if (bad)
+            fprintf(stderr, "nib: warning: %d of the %d logits are NaN or infinite (the weights hold NaN or inf?); "
+                    "the output is meaningless\n", bad, n_vocab);
+    }
     t0 = cli_now_s();
     nib_detok detok = {0};
+    /* room for the longest piece (a vocabulary may hold tokens of any length),
+     * allocated before the token loop */
+    size_t piece_cap = 3 * nib_tokenizer_max_piece_len(s->tok) + 12;
+    char *piece = malloc(piece_cap);
+    if (!piece) {
+        fprintf(stderr, "\nnib: out of memory for a %zu-byte token buffer\n", piece_cap);
+        r->stop = GEN_STOP_ERROR;
+        return;
+    }
     r->stop = GEN_STOP_LIMIT;
     for (int64_t i = 0; i < o->n_predict; i++) {
         int32_t id = nib_sampler_sample(smp, nib_ctx_logits(s->ctx));
@@ -64,8 +83,7 @@ void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int
             break;
         }
         r->n_gen++;
-        char piece[256];
-        size_t n = nib_detok_push(&detok, s->tok, id, false, piece, sizeof piece);
+        size_t n = nib_detok_push(&detok, s->tok, id, false, piece, piece_cap);
         if (!tb_add(&text, piece, n)) {
             fprintf(stderr, "\nnib: out of memory\n");
             r->stop = GEN_STOP_ERROR;
@@ -100,6 +118,7 @@ void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int
             break;
         }
     }
+    free(piece);
     char tail[16];
     size_t n = nib_detok_flush(&detok, tail, sizeof tail);
     if (r->stop != GEN_STOP_STRING && n) tb_add(&text, tail, n);

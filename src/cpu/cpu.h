@@ -65,6 +65,9 @@ nib_simd_level nib_cpu_detect_simd(void);
  * in the environment (read once, for testing both paths on one machine). */
 nib_simd_level nib_cpu_simd_level(void);
 const char *nib_simd_level_name(nib_simd_level l);
+/* The CPU kernels t has, for `nib inspect --types`: "scalar" plus every SIMD
+ * level with a kernel of its own (e.g. "scalar+avx2+avx512-vnni"). */
+void nib_cpu_describe_kernels(nib_type t, char *buf, size_t n);
 /* Force a level (tests compare levels on one machine); returns the previous one.
  * A level above what the CPU supports is clamped to it. */
 nib_simd_level nib_cpu_set_simd_level(nib_simd_level l);

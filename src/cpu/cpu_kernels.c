@@ -16,6 +16,10 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,10 +73,19 @@ static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 static nib_simd_level detected_level;
 static atomic_int active_level;
 
+#if defined(__x86_64__) || defined(__i386__)
+/* CPUID leaf 1, ECX bit 29. Asked directly: clang 14's __builtin_cpu_supports
+ * has no "f16c" (a compile error), and the sanitizer and fuzz builds use clang. */
+static bool cpu_has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 static nib_simd_level detect(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
+    if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c()))
         return NIB_SIMD_SCALAR;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
@@ -161,6 +174,13 @@ bool cpu_kernel_get_at(nib_type wtype, nib_simd_level level, cpu_kernel *k) {
 }
 
 bool cpu_kernel_get(nib_type wtype, cpu_kernel *k) { return cpu_kernel_get_at(wtype, nib_cpu_simd_level(), k); }
+
+void nib_cpu_describe_kernels(nib_type t, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "scalar");
+    for (int l = NIB_SIMD_AVX2; l < NIB_SIMD_LEVELS && k < n; l++)
+        if (cpu_kernel_has_level(t, (nib_simd_level)l))
+            k += (size_t)snprintf(buf + k, n - k, "+%s", nib_simd_level_name((nib_simd_level)l));
+}
 
 bool cpu_kernel_has_level(nib_type wtype, nib_simd_level level) {
     if ((int)wtype < 0 || wtype >= NIB_TYPE_COUNT || (int)level < 0 || (int)level >= NIB_SIMD_LEVELS) return false;

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "cuda/cuda_internal.h"
-#include "quant/types.h"
 
 static void say(char *reason, size_t n, const char *fmt, const char *a, int b, int c) {
     if (reason && n) snprintf(reason, n, fmt, a, b, c);
@@ -42,7 +41,7 @@ extern "C" bool nib_cuda_device_get(int index, nib_cuda_device_info *info, char 
         return false;
     }
     memset(info, 0, sizeof *info);
-    snprintf(info->name, sizeof info->name, "%s", p.name);
+    snprintf(info->name, sizeof info->name, "%.127s", p.name);
     info->cc_major = p.major;
     info->cc_minor = p.minor;
     info->sm_count = p.multiProcessorCount;
@@ -158,7 +157,8 @@ extern "C" nib_status nib_cuda_weight_upload(nib_type type, const void *host, in
         cuda_ok(e, "cudaMalloc", "weight upload", err);
         return err ? err->status : NIB_ERR_IO;
     }
-    if (!CUDA_OK(cudaMemcpy(w->dev, host, w->bytes, cudaMemcpyHostToDevice), "weight upload", err) ||
+    if (!cuda_gemv_plan(w, err) ||
+        !CUDA_OK(cudaMemcpy(w->dev, host, w->bytes, cudaMemcpyHostToDevice), "weight upload", err) ||
         !CUDA_OK(cudaMemset(w->dev + w->bytes, 0, WEIGHT_PAD), "weight upload padding", err)) {
         cudaFree(w->dev);
         free(w);

@@ -5,7 +5,10 @@
 
 #include <cuda_runtime.h>
 
+/* the C library's internal headers carry no extern "C" of their own */
+extern "C" {
 #include "core/error.h"
+}
 #include "cuda/cuda.h"
 
 #define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
@@ -34,10 +37,13 @@ struct nib_cuda_weight {
     size_t row_bytes;        /* bytes of one row in its format */
     size_t bytes;            /* row_bytes * n_out */
     uint8_t *dev;            /* (n_out, row_bytes) + 16 bytes of zero padding for over-reading loads */
+    int grid;                /* thread blocks per GEMV launch, fixed at upload (gemv.cu) */
 };
 
 /* gemv.cu: can this device run the kernels of this build? (false + reason on
  * "no kernel image for this device" and the like) */
 bool cuda_gemv_image_ok(char *reason, size_t reason_size);
+/* gemv.cu: the launch grid for this weight on the current device (at upload) */
+bool cuda_gemv_plan(nib_cuda_weight *w, nib_error *err);
 
 #endif

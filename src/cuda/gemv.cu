@@ -13,7 +13,6 @@
 
 #include "cuda/cuda_internal.h"
 #include "cuda/gemv_kernels.cuh"
-#include "quant/types.h"
 
 /* What a launcher gets: the op entry has checked every field. */
 typedef struct gemv_args {
@@ -27,18 +26,33 @@ typedef struct gemv_args {
 
 typedef void (*gemv_launch_fn)(const gemv_args *a);
 
-template <class F>
+/* Grid. Blocks loop over rows (grid stride), so a launch needs no more
+ * blocks than the device holds at once: starting a block costs about as much
+ * as a small one's work (the lab measured 20-24 us for launching the 32-38k
+ * empty blocks that one row per warp needs for 128k-152k vocabulary rows). */
+typedef cudaError_t (*occupancy_fn)(int *, int);
+
+template <class F, int R, int U>
+static cudaError_t occupancy_q8(int *blocks_per_sm, int threads) {
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, gemv_q8<F, GEMV_WARPS, R, U>, threads, 0);
+}
+template <bool BF16>
+static cudaError_t occupancy_f16(int *blocks_per_sm, int threads) {
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, gemv_f16<BF16, true>, threads, 0);
+}
+
+template <class F, int R, int U>
 static void launch_q8(const gemv_args *a) {
     const int n_in = (int)a->w->n_in, n_out = (int)a->w->n_out;
     quantize_act_q8<<<CEIL_DIV(n_in, 256), 256, 0, a->stream>>>(a->x, a->xq, a->xds, n_in);
-    gemv_q8<F><<<CEIL_DIV(n_out, GEMV_WARPS), GEMV_WARPS * 32, 0, a->stream>>>(a->w->dev, a->w->row_bytes, a->xq,
-                                                                                 a->xds, a->y, n_in, n_out);
+    gemv_q8<F, GEMV_WARPS, R, U><<<a->w->grid, GEMV_WARPS * 32, 0, a->stream>>>(a->w->dev, a->w->row_bytes, a->xq,
+                                                                                      a->xds, a->y, n_in, n_out);
 }
 
 template <bool BF16>
 static void launch_f16(const gemv_args *a) {
     const int n_in = (int)a->w->n_in, n_out = (int)a->w->n_out;
-    const dim3 grid(CEIL_DIV(n_out, GEMV_WARPS)), block(GEMV_WARPS * 32);
+    const dim3 grid(a->w->grid), block(GEMV_WARPS * 32);
     if (n_in % 8 == 0)
         gemv_f16<BF16, true><<<grid, block, 0, a->stream>>>(a->w->dev, a->w->row_bytes, a->x, a->y, n_in, n_out);
     else
@@ -50,6 +64,9 @@ typedef struct gemv_row {
     const char *kernel;     /* for error messages and inspect */
     bool act_q8;            /* true: x quantized to int8 blocks per call (dp4a path); false: x read as f32 */
     gemv_launch_fn launch;
+    occupancy_fn occupancy;
+    int rows_per_block;
+    bool persistent;        /* cap the grid at what the device holds at once */
 } gemv_row;
 
 /* One row per format with a kernel. The dp4a path won for every quantized
@@ -57,22 +74,30 @@ typedef struct gemv_row {
  * exact and reads 4x fewer activation bytes than f32); see
  * bench/results/ for the measured rates. Formats missing here (IQ1_*, IQ2_*,
  * IQ3_*, TQ1_0, TQ2_0, F32, Q8_1, Q8_K) stay on the CPU. */
+/* A quantized row: format F, R rows per warp, U items in flight per lane, P
+ * persistent grid. R/U/P per format are the lab's winners on the H200
+ * (bench/results/2026-11-30-h200-gemv.md, sweeps "/w" and "/u"): R=2 with a
+ * persistent grid pays for the K-quants whose items are large (their
+ * per-item activation loads are shared by the two rows), R=1 for the rest. */
+#define ROW_Q8(T, NAME, F, R, U, P) \
+    {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U>, occupancy_q8<F, R, U>, GEMV_WARPS * (R), P}
+
 static const gemv_row gemv_rows[] = {
-    {NIB_TYPE_F16, "gemv_f16", false, launch_f16<false>},
-    {NIB_TYPE_BF16, "gemv_bf16", false, launch_f16<true>},
-    {NIB_TYPE_Q4_0, "gemv_q8<q4_0>", true, launch_q8<fmt_q4_0>},
-    {NIB_TYPE_Q4_1, "gemv_q8<q4_1>", true, launch_q8<fmt_q4_1>},
-    {NIB_TYPE_Q5_0, "gemv_q8<q5_0>", true, launch_q8<fmt_q5_0>},
-    {NIB_TYPE_Q5_1, "gemv_q8<q5_1>", true, launch_q8<fmt_q5_1>},
-    {NIB_TYPE_Q8_0, "gemv_q8<q8_0>", true, launch_q8<fmt_q8_0>},
-    {NIB_TYPE_Q2_K, "gemv_q8<q2_K>", true, launch_q8<fmt_q2_K>},
-    {NIB_TYPE_Q3_K, "gemv_q8<q3_K>", true, launch_q8<fmt_q3_K>},
-    {NIB_TYPE_Q4_K, "gemv_q8<q4_K>", true, launch_q8<fmt_q4_K>},
-    {NIB_TYPE_Q5_K, "gemv_q8<q5_K>", true, launch_q8<fmt_q5_K>},
-    {NIB_TYPE_Q6_K, "gemv_q8<q6_K>", true, launch_q8<fmt_q6_K>},
-    {NIB_TYPE_IQ4_NL, "gemv_q8<iq4_nl>", true, launch_q8<fmt_iq4_nl>},
-    {NIB_TYPE_IQ4_XS, "gemv_q8<iq4_xs>", true, launch_q8<fmt_iq4_xs>},
-    {NIB_TYPE_MXFP4, "gemv_q8<mxfp4>", true, launch_q8<fmt_mxfp4>},
+    {NIB_TYPE_F16, "gemv_f16", false, launch_f16<false>, occupancy_f16<false>, GEMV_WARPS, true},
+    {NIB_TYPE_BF16, "gemv_bf16", false, launch_f16<true>, occupancy_f16<true>, GEMV_WARPS, true},
+    ROW_Q8(Q4_0, "q4_0", fmt_q4_0, 1, 4, false),
+    ROW_Q8(Q4_1, "q4_1", fmt_q4_1, 1, 4, false),
+    ROW_Q8(Q5_0, "q5_0", fmt_q5_0, 1, 4, false),
+    ROW_Q8(Q5_1, "q5_1", fmt_q5_1, 1, 4, false),
+    ROW_Q8(Q8_0, "q8_0", fmt_q8_0, 1, 8, false),
+    ROW_Q8(Q2_K, "q2_K", fmt_q2_K, 4, 2, true),
+    ROW_Q8(Q3_K, "q3_K", fmt_q3_K, 1, 8, false),
+    ROW_Q8(Q4_K, "q4_K", fmt_q4_K, 2, 4, true),
+    ROW_Q8(Q5_K, "q5_K", fmt_q5_K, 2, 4, true),
+    ROW_Q8(Q6_K, "q6_K", fmt_q6_K, 2, 4, true),
+    ROW_Q8(IQ4_NL, "iq4_nl", fmt_iq4_nl, 1, 4, false),
+    ROW_Q8(IQ4_XS, "iq4_xs", fmt_iq4_xs, 1, 4, false),
+    ROW_Q8(MXFP4, "mxfp4", fmt_mxfp4, 1, 4, false),
 };
 
 static const gemv_row *row_get(nib_type t) {
@@ -101,11 +126,23 @@ extern "C" size_t nib_cuda_gemv_scratch_bytes(const nib_cuda_weight *w) {
     return scratch_qs_bytes(w->n_in) + (size_t)(w->n_in / 32) * sizeof(float2);
 }
 
+bool cuda_gemv_plan(nib_cuda_weight *w, nib_error *err) {
+    const gemv_row *r = row_get(w->type);
+    int dev = 0, sms = 0, per_sm = 0;
+    if (!CUDA_OK(cudaGetDevice(&dev), "plan GEMV grid", err) ||
+        !CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "plan GEMV grid", err) ||
+        !CUDA_OK(r->occupancy(&per_sm, GEMV_WARPS * 32), r->kernel, err))
+        return false;
+    const int64_t need = CEIL_DIV(w->n_out, r->rows_per_block), most = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
+    w->grid = (int)(r->persistent && most < need ? most : need);
+    return true;
+}
+
 bool cuda_gemv_image_ok(char *reason, size_t n) {
     /* cudaFuncGetAttributes fails with cudaErrorNoKernelImageForDevice (or
      * InvalidDeviceFunction) when this binary holds no code the device can run */
     cudaFuncAttributes attr;
-    cudaError_t e = cudaFuncGetAttributes(&attr, gemv_q8<fmt_q4_0>);
+    cudaError_t e = cudaFuncGetAttributes(&attr, quantize_act_q8);
     if (e == cudaSuccess) return true;
     (void)cudaGetLastError();
     snprintf(reason, n, "this build's CUDA kernels cannot run on the device: %s", cudaGetErrorString(e));

@@ -4,15 +4,19 @@
  * kernel lab dev/cuda/gemv_lab.cu (which times these and its own variants).
  * The kernels know nothing of GGUF or models: rows of blocks in, floats out.
  *
- * Shape of the work. One warp computes one output row (GEMV_WARPS rows per
- * thread block). A row is cut into "items", a format-chosen slice of one
- * weight block (32 to 128 elements), and lane l takes items l, l+32, ... so a
- * warp's loads sweep the row contiguously: 32 neighbouring items are one run
- * of memory. Each lane ends with one fp32 partial; a shuffle tree adds them.
- * Rows of n_in = 4096 give each lane 2-4 items; the loop is unrolled by 2 so
- * the next item's loads are in flight while the current one computes, which
- * is what a bandwidth-bound kernel needs (Little's law: ~3 MB in flight on an
- * H200 at 4.3 TB/s and ~700 ns latency).
+ * Shape of the work. One warp computes R output rows (R = 1, 2 or 4 per
+ * format, gemv.cu's table; GEMV_WARPS warps per thread block). A row is cut
+ * into "items", a format-chosen slice of one weight block (32 to 128
+ * elements), and lane l takes items l, l+32, ... so a warp's loads sweep the
+ * row contiguously: 32 neighbouring items are one run of memory. Each lane
+ * ends with one fp32 partial per row; a shuffle tree adds them. The item loop
+ * is unrolled U times (2-8) so several items' loads are in flight at once,
+ * which is what a bandwidth-bound kernel needs (Little's law: ~3 MB in flight
+ * on an H200 at 4.3 TB/s and ~700 ns latency). Known limit (measured in
+ * bench/results/2026-11-30-h200-gemv.md): with lane stride = item size, a
+ * warp's activation loads touch 8-32 cache lines each, so L1 wavefronts, not
+ * HBM, bound the per-layer shapes; lanes cooperating inside an item is the
+ * next variant to try in dev/cuda/gemv_lab.cu.
  *
  * Activations. The quantized formats read x as int8 blocks of 32 with an fp32
  * scale d and the fp32 term s = d * sum(q) (quantize_act_q8 below, once per
@@ -37,7 +41,7 @@
 
 #include "quant/blocks.h"
 
-#define GEMV_WARPS 4  /* rows (warps) per thread block: 4096 rows -> 1024 blocks, ~8 per SM on 132 SMs */
+#define GEMV_WARPS 4  /* warps per thread block (rows per warp and unrolling: per format, gemv.cu) */
 
 /* ---- small device helpers ------------------------------------------------------- */
 
@@ -494,25 +498,42 @@ __global__ void quantize_act_q8(const float *__restrict__ x, int8_t *__restrict_
     if ((threadIdx.x & 31) == 0) ds[i / 32] = make_float2(d, d * (float)sum);
 }
 
-/* y[row] = dot(W[row], x) with int8 activations; one warp per row. */
-template <class F>
-__global__ void __launch_bounds__(GEMV_WARPS * 32)
+/* y[row] = dot(W[row], x) with int8 activations. Each warp takes R rows at a
+ * time (the R dots of an item read the same activations, which the compiler
+ * loads once: __ldg loads are pure), WARPS warps per block, and loops over
+ * row groups with a grid stride, so the launcher may start fewer blocks than
+ * row groups (a persistent grid: see gemv.cu for why). The item loop is
+ * unrolled U times so that U items' loads are in flight together. */
+template <class F, int WARPS, int R, int U>
+__global__ void __launch_bounds__(WARPS * 32)
 gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, const int8_t *__restrict__ xq,
         const float2 *__restrict__ xds, float *__restrict__ y, int n_in, int n_out) {
-    const int row = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
-    if (row >= n_out) return;  /* whole warp */
     constexpr int IPB = F::QK / F::CH;  /* items per block */
-    const uint8_t *wr = W + (size_t)row * row_bytes;
     const int n_items = n_in / F::CH;
-    float acc = 0.0f;
-#pragma unroll 2
-    for (int i = lane; i < n_items; i += 32) {
-        const int ib = i / IPB, sub = i % IPB;
-        acc += F::dot(wr + (size_t)ib * F::BYTES, sub, xq + (size_t)ib * F::QK, xds + (size_t)ib * (F::QK / 32));
+    for (int row0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R; row0 < n_out; row0 += gridDim.x * WARPS * R) {
+        const uint8_t *wr[R];
+        float acc[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            /* a row past the end repeats the last one; its result is not stored */
+            wr[r] = W + (size_t)min(row0 + r, n_out - 1) * row_bytes;
+            acc[r] = 0.0f;
+        }
+#pragma unroll U
+        for (int i = lane; i < n_items; i += 32) {
+            const int ib = i / IPB, sub = i % IPB;
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                acc[r] += F::dot(wr[r] + (size_t)ib * F::BYTES, sub, xq + (size_t)ib * F::QK,
+                                 xds + (size_t)ib * (F::QK / 32));
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float v = warp_sum(acc[r]);
+            if (lane == 0 && row0 + r < n_out) y[row0 + r] = v;
+        }
     }
-    acc = warp_sum(acc);
-    if (lane == 0) y[row] = acc;
 }
 
 /* F16 / BF16 weights against float x: each lane reads 8 weights (16 bytes)
@@ -522,35 +543,35 @@ template <bool BF16, bool VEC>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
 gemv_f16(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restrict__ x, float *__restrict__ y,
          int n_in, int n_out) {
-    const int row = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
-    if (row >= n_out) return;
-    const uint16_t *wr = (const uint16_t *)(W + (size_t)row * row_bytes);
-    float acc = 0.0f;
-    if (VEC) {
+    for (int row = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5); row < n_out; row += gridDim.x * GEMV_WARPS) {
+        const uint16_t *wr = (const uint16_t *)(W + (size_t)row * row_bytes);
+        float acc = 0.0f;
+        if (VEC) {
 #pragma unroll 2
-        for (int i = 8 * lane; i < n_in; i += 256) {
-            const uint4 w = __ldg((const uint4 *)(wr + i));
-            const float4 x0 = __ldg((const float4 *)(x + i)), x1 = __ldg((const float4 *)(x + i + 4));
-            const uint32_t ww[4] = {w.x, w.y, w.z, w.w};
-            const float xx[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+            for (int i = 8 * lane; i < n_in; i += 256) {
+                const uint4 w = __ldg((const uint4 *)(wr + i));
+                const float4 x0 = __ldg((const float4 *)(x + i)), x1 = __ldg((const float4 *)(x + i + 4));
+                const uint32_t ww[4] = {w.x, w.y, w.z, w.w};
+                const float xx[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
 #pragma unroll
-            for (int k = 0; k < 4; k++) {
-                float lo, hi;
-                if (BF16) lo = __uint_as_float(ww[k] << 16), hi = __uint_as_float(ww[k] & 0xFFFF0000u);
-                else lo = h2f(ww[k]), hi = h2f(ww[k] >> 16);
-                acc = fmaf(lo, xx[2 * k], acc);
-                acc = fmaf(hi, xx[2 * k + 1], acc);
+                for (int k = 0; k < 4; k++) {
+                    float lo, hi;
+                    if (BF16) lo = __uint_as_float(ww[k] << 16), hi = __uint_as_float(ww[k] & 0xFFFF0000u);
+                    else lo = h2f(ww[k]), hi = h2f(ww[k] >> 16);
+                    acc = fmaf(lo, xx[2 * k], acc);
+                    acc = fmaf(hi, xx[2 * k + 1], acc);
+                }
+            }
+        } else {
+            for (int i = lane; i < n_in; i += 32) {
+                const uint32_t h = __ldg(wr + i);
+                acc = fmaf(BF16 ? __uint_as_float(h << 16) : h2f(h), __ldg(x + i), acc);
             }
         }
-    } else {
-        for (int i = lane; i < n_in; i += 32) {
-            const uint32_t h = __ldg(wr + i);
-            acc = fmaf(BF16 ? __uint_as_float(h << 16) : h2f(h), __ldg(x + i), acc);
-        }
+        acc = warp_sum(acc);
+        if (lane == 0) y[row] = acc;
     }
-    acc = warp_sum(acc);
-    if (lane == 0) y[row] = acc;
 }
 
 #endif

@@ -76,16 +76,19 @@ nib_status nib_gguf_get_bool(const nib_gguf *g, const char *key, bool *out, nib_
     return s;
 }
 
+nib_str nib_gguf_kv_str(const nib_gguf_kv *kv) {
+    nib_str out = {NULL, 0};
+    if (!kv || kv->type != NIB_GGUF_STRING) return out;
+    /* the value bytes follow their u64 length (checked by the reader) */
+    memcpy(&out.len, (const uint8_t *)kv->data - 8, 8);
+    out.ptr = kv->data;
+    return out;
+}
+
 nib_status nib_gguf_get_str(const nib_gguf *g, const char *key, nib_str *out, nib_error *err) {
     nib_status s;
     const nib_gguf_kv *kv = get_typed(g, key, NIB_GGUF_STRING, &s, err);
-    if (kv) {
-        /* the value bytes follow their u64 length */
-        uint64_t len;
-        memcpy(&len, (const uint8_t *)kv->data - 8, 8);
-        out->ptr = kv->data;
-        out->len = len;
-    }
+    if (kv) *out = nib_gguf_kv_str(kv);
     return s;
 }
 

@@ -342,8 +342,9 @@ static nib_status parse(nib_gguf *g, reader *r) {
     if ((s = read_u32(r, &g->version, "version")) != NIB_OK) return s;
     if (g->version == 1) return fail(r, 4, "GGUF version 1 is not supported (convert it to v3)");
     if (g->version != 2 && g->version != 3) {
-        /* A big-endian file shows its small version number byte-swapped. */
-        if ((g->version & 0xffff) == 0 && (g->version >> 24) <= 3)
+        /* A big-endian file shows its small version number byte-swapped
+         * (version 0 is no version at all, not a swapped one). */
+        if ((g->version & 0xffffff) == 0 && (g->version >> 24) >= 1 && (g->version >> 24) <= 3)
             return fail(r, 4, "big-endian GGUF files are not supported");
         char msg[80];
         snprintf(msg, sizeof msg, "unsupported GGUF version %u (2 and 3 are supported)", g->version);

@@ -67,6 +67,13 @@ nib_ctx *nib_ctx_new(const nib_model *m, const nib_ctx_params *p, nib_error *err
     }
     c->m = m;
     c->n_ctx = p->n_ctx > 0 ? p->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+    if (c->n_ctx < 1) {
+        /* a file whose context_length is 0 runs only with a size given */
+        nib_error_set(err, NIB_ERR_ARG, "the model's %s.context_length is %d: give a context size (-c)",
+                      hp->arch_name, hp->n_ctx_train);
+        free(c);
+        return NULL;
+    }
     c->n_batch = p->n_batch > 0 ? p->n_batch : 256;
     if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
     c->kv_f16 = !p->kv_f32;

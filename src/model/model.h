@@ -120,6 +120,10 @@ nib_status nib_bind_common_layer(nib_loader *ld, nib_model *m, int il, nib_layer
 
 /* ---- the model -------------------------------------------------------------------- */
 nib_model *nib_model_load(const char *path, nib_error *err);
+/* The same from a file already open (from memory, for tests and fuzzing); the
+ * model owns g from here on, also when loading fails. path names it in
+ * messages (NULL: "<memory>"). */
+nib_model *nib_model_load_gguf(nib_gguf *g, const char *path, nib_error *err);
 void nib_model_free(nib_model *m);
 
 #endif

@@ -163,6 +163,10 @@ static nib_status read_rope(nib_loader *ld, nib_model *m) {
     if (nib_gguf_get_str(ld->g, key, &type, NULL) == NIB_OK && type.len == 6 && !memcmp(type.ptr, "linear", 6)) {
         float factor;
         if ((s = nib_ld_f32_or(ld, "rope.scaling.factor", 1.0f, &factor))) return s;
+        /* 0 means "no scaling", as in llama.cpp; a negative factor would run positions backwards */
+        if (factor < 0.0f)
+            return nib_error_set(ld->err, NIB_ERR_FORMAT, "%s.rope.scaling.factor = %g must not be negative", ld->arch,
+                                 (double)factor);
         if (factor > 0.0f) scale = factor;
     }
     if (!(base > 0.0f)) return nib_error_set(ld->err, NIB_ERR_FORMAT, "%s.rope.freq_base must be positive", ld->arch);
@@ -225,16 +229,19 @@ static nib_status bind_all(nib_loader *ld, nib_model *m, const nib_arch_desc *ar
 }
 
 nib_model *nib_model_load(const char *path, nib_error *err) {
+    nib_gguf *g = nib_gguf_open(path, err);
+    return g ? nib_model_load_gguf(g, path, err) : NULL;
+}
+
+nib_model *nib_model_load_gguf(nib_gguf *g, const char *path, nib_error *err) {
     nib_model *m = calloc(1, sizeof *m);
     if (!m) {
         nib_error_set(err, NIB_ERR_NOMEM, "out of memory");
+        nib_gguf_close(g);
         return NULL;
     }
-    m->gguf = nib_gguf_open(path, err);
-    if (!m->gguf) {
-        free(m);
-        return NULL;
-    }
+    m->gguf = g;
+    if (!path) path = "<memory>";
     nib_str arch;
     nib_error e;
     nib_loader ld = {m->gguf, NULL, err, NULL};
@@ -273,7 +280,7 @@ nib_model *nib_model_load(const char *path, nib_error *err) {
             if (!ld.used[i]) {
                 const nib_gguf_tensor *t = nib_gguf_tensor_at(m->gguf, i);
                 fprintf(stderr, "nib: warning: %s: tensor '%.*s' is not used by the %s architecture\n", path,
-                        (int)t->name.len, t->name.ptr, m->hp.arch_name);
+                        (int)(t->name.len < 128 ? t->name.len : 128), t->name.ptr, m->hp.arch_name);
             }
     }
     free(ld.used);

@@ -115,6 +115,12 @@ static void q5_pack(const uint8_t q[32], uint8_t qs[16], uint8_t qh[4]) {
     store_qh(qh, h);
 }
 
+/* (int)v for the truncating quantizers below. NaN, inf or a denormal scale
+ * (1/d overflows) can push v outside int, where the cast is undefined; such a
+ * value gets level 0. Finite blocks never reach that branch, so the levels
+ * stay byte-identical to gguf-py's. */
+static int level_of(float v) { return v >= 0.0f && v < 2147483648.0f ? (int)v : 0; }
+
 /* Levels of a symmetric ("_0") block. The element of largest magnitude
  * fixes d = max / -half (half = 8 or 16): it maps to level 0, and the rest
  * spread over 0..2*half-1. The level is the truncation of x/d + half + 0.5,
@@ -126,7 +132,7 @@ static float quantize_symmetric(const float *x, int half, uint8_t q[32]) {
     const float bias = (float)half + 0.5f;
     const int top = 2 * half - 1;
     for (int j = 0; j < 32; j++) {
-        int l = (int)(x[j] * id + bias);
+        int l = level_of(x[j] * id + bias);
         q[j] = (uint8_t)(l < top ? l : top);
     }
     return d;
@@ -143,11 +149,21 @@ static float quantize_affine(const float *x, int nmax, uint8_t q[32], float *m) 
     const float d = (mx - mn) / (float)nmax;
     const float id = inverse_or_zero(d);
     for (int j = 0; j < 32; j++) {
-        int l = (int)((x[j] - mn) * id + 0.5f);
+        int l = level_of((x[j] - mn) * id + 0.5f);
         q[j] = (uint8_t)(l < nmax ? l : nmax);
     }
     *m = mn;
     return d;
+}
+
+/* A rounded Q8 level as the AVX2 twin produces it: _mm256_cvtps_epi32 gives
+ * INT32_MIN for NaN and for anything outside int32 (inf), and the pack
+ * saturates to int8. In C the cast of those is undefined, and they do arrive:
+ * NaN or inf from NaN/inf weights (legal in a file), inf when a denormal
+ * block maximum makes 1/d overflow (both found by fuzzing under UBSan). */
+static int8_t q8_level(float v) {
+    if (!(v > -2147483648.0f && v < 2147483648.0f)) return INT8_MIN;
+    return v > 127.0f ? 127 : v < -128.0f ? INT8_MIN : (int8_t)v;
 }
 
 /* Q8 levels: d = amax/127 and q = roundf(x/d), halves away from zero (this
@@ -155,7 +171,7 @@ static float quantize_affine(const float *x, int nmax, uint8_t q[32], float *m) 
 static float quantize_q8(const float *x, int8_t qs[32]) {
     const float d = absmax(x, 32) / 127.0f;
     const float id = inverse_or_zero(d);
-    for (int j = 0; j < 32; j++) qs[j] = (int8_t)roundf(x[j] * id);
+    for (int j = 0; j < 32; j++) qs[j] = q8_level(roundf(x[j] * id));
     return d;
 }
 

@@ -137,9 +137,15 @@ size_t nib_detok_push(nib_detok *d, const nib_tokenizer *tok, int32_t id, bool s
         if (r == 0) break;  /* an incomplete character at the end: keep it */
         const char *src = r > 0 ? (const char *)w : replacement;
         size_t len = r > 0 ? (size_t)r : 3;
-        if (!cut && k + len <= cap) memcpy(out + k, src, len);
-        else cut = true;
-        k += len;
+        /* once a character does not fit, the rest is dropped too: the text
+         * stays in order, with a hole only at its end */
+        if (!cut && k + len <= cap) {
+            memcpy(out + k, src, len);
+            k += len;
+        } else {
+            cut = true;
+            d->n_lost += len;
+        }
         i += r > 0 ? (size_t)r : (size_t)-r;
     }
     /* the tail (at most 3 bytes of a valid prefix) waits for the next token */
@@ -156,8 +162,12 @@ size_t nib_detok_flush(nib_detok *d, char *out, size_t cap) {
     size_t k = 0;
     /* what is left is one incomplete character: one U+FFFD */
     if (d->n_pending > 0) {
-        if (cap >= 3) memcpy(out, replacement, 3);
-        k = 3;
+        if (cap >= 3) {
+            memcpy(out, replacement, 3);
+            k = 3;
+        } else {
+            d->n_lost += 3;
+        }
     }
     d->n_pending = 0;
     return k;

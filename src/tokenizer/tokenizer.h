@@ -36,7 +36,7 @@ bool nib_tokenizer_is_control(const nib_tokenizer *tok, int32_t id);
  * not NUL-terminated; NULL for an id outside the vocabulary. */
 const char *nib_tokenizer_token_text(const nib_tokenizer *tok, int32_t id, size_t *len);
 /* The longest nib_token_to_piece result: a buffer of 3 * this + 12 bytes always
- * holds what one nib_detok_push call writes. */
+ * holds what one nib_detok_push call has to write. */
 size_t nib_tokenizer_max_piece_len(const nib_tokenizer *tok);
 
 /* Encode len bytes of UTF-8 text. add_special: add BOS (and EOS) as the model's
@@ -58,12 +58,15 @@ size_t nib_token_to_piece(const nib_tokenizer *tok, int32_t id, bool special, ch
 typedef struct nib_detok {
     char pending[8];
     int n_pending;
+    uint64_t n_lost;  /* bytes dropped because out was too small (0 when sized as below) */
 } nib_detok;
-/* Appends the printable bytes for id to out (cap bytes); returns the count.
- * A count larger than cap means the output was cut (at a character boundary)
- * and the rest is lost: size out by nib_tokenizer_max_piece_len. */
+/* Writes the printable bytes for id to out and returns how many it wrote:
+ * never more than cap, and always whole characters. What does not fit is
+ * dropped (counted in d->n_lost): size out by 3 * nib_tokenizer_max_piece_len
+ * + 12 and nothing ever is. */
 size_t nib_detok_push(nib_detok *d, const nib_tokenizer *tok, int32_t id, bool special, char *out, size_t cap);
-/* Whatever is still pending at the end (invalid UTF-8 comes out as U+FFFD). */
+/* Whatever is still pending at the end (invalid UTF-8 comes out as U+FFFD);
+ * returns the bytes written (at most 3, none when cap < 3). */
 size_t nib_detok_flush(nib_detok *d, char *out, size_t cap);
 
 #endif

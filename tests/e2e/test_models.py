@@ -17,33 +17,62 @@ model present in the models directory (env NIB_MODELS_DIR, else models/;
                  llama.cpp's chain (every one of the 48 positions is judged,
                  also those after a free-running divergence).
   (c) logits     on two sequences (the chat prompt and the > 600-token prompt,
-                 each with its continuation): nib's argmax equals llama.cpp's at
-                 >= 99% of positions (positions where they differ must be
-                 near-ties), and the mean KL(llama.cpp || nib), computed over
-                 llama.cpp's top-20 tokens plus one bucket for the rest of the
-                 vocabulary, is below KL_MEAN_MAX. Coarse-graining can only
-                 lower a KL divergence, so this is a lower bound of the true
-                 KL; max |logit difference| over the top-20 is reported.
+                 each with its continuation): every position where nib's argmax
+                 differs from llama.cpp's is a near-tie (as in (b)) and they
+                 agree at >= TOP1_MIN of positions; the mean KL(llama.cpp ||
+                 nib), computed over llama.cpp's top-20 tokens plus one bucket
+                 for the rest of the vocabulary, is below KL_MEAN_MAX, over all
+                 positions and over positions >= 512 alone (past Gemma 3's
+                 sliding window, where a window bug would show); no position
+                 above KL_POS_MAX. Coarse-graining can only lower a KL
+                 divergence, so this is a lower bound of the true KL. Max
+                 |logit difference| and max |log-probability difference| (the
+                 first includes shifts of a whole row, to which softmax is
+                 blind) over the top-20 are reported.
   (d) determinism two greedy runs of nib (a fresh context, and the same
                  context after nib_ctx_truncate(0)) give identical tokens.
 
-Thresholds (measured; see the numbers each run prints):
+Thresholds, from measurement (llama_cpp 0.3.36, x86-64 AVX2, 2 threads; the
+golden files record llama.cpp's side as `self_noise` and `f64_reference`, and
+this runner prints them next to nib's):
 
-  llama.cpp against itself (batch-512 vs one-token-at-a-time evaluation of the
-  same sequences, recorded by the generator as `self_noise`) differs by up to
-  MAXDIFF_SELF in a logit and by a mean KL of KL_SELF; nib against llama.cpp
-  differs by the amounts recorded in THRESHOLDS.md-style comments below. A
-  correct implementation with its own kernels (different accumulation order,
-  its own activation quantization rounding) shows that same kind of noise, so
-  the bounds are set a few times above what a correct nib measures, and far
-  below what a real bug shows (a wrong RoPE, norm or mask gives KL >= 0.1 and
-  top-1 agreement well under 90%).
+  mean KL, exact (full vocabulary)      SmolLM2 chat / long    Gemma chat / long
+  llama.cpp batch vs one-token-at-a-time  2.4e-3 / 3.1e-3        3.9e-3 / 6.3e-3
+  llama.cpp vs float64 reference          2.5e-3 / 2.8e-3        5.6e-3 / 5.4e-3
+  nib vs float64 reference                2.8e-3 / 2.8e-3        5.4e-3 / 5.0e-3
+  nib vs llama.cpp                        3.8e-3 / 3.4e-3        6.3e-3 / 6.9e-3
+  nib vs llama.cpp, top-20 + tail (here)  3.1e-3 / 2.5e-3        3.3e-3 / 4.6e-3
+  top-1 agreement, llama.cpp vs itself    98.6% / 96.7%          97.2% / 93.4%
+  top-1 agreement, nib vs llama.cpp       97.2% / 96.0%          95.8% / 94.7%
 
-  NEAR_TIE = 0.25 logits: a token choice can flip when the top-2 gap is smaller
-  than the sum of the two logits' errors; measured max |logit diff| of a
-  correct nib vs llama.cpp (see the logits lines) is below ~0.1 at the
-  top tokens, so twice that plus margin.
-  KL_MEAN_MAX = 5e-3 nats: measured mean KL of nib vs llama.cpp is ~1e-4..1e-3.
+  (The float64 reference is a numpy forward pass of the dequantized weights,
+  tools/gen_golden_models.py ref_forward. Both engines quantize activations to
+  8 bits for the integer dot products and keep K/V in fp16; that, not a
+  modelling difference, is the noise floor: nib is as close to the exact math
+  as llama.cpp is, and the two differ from each other by about the sum of
+  their distances to it. nib's own batch and one-token paths are bitwise
+  identical, so nib's numbers do not depend on how a sequence is batched.)
+
+  The same reference with a bug put in, KL against the correct one on the long
+  prompt: rope pairs NEOX instead of NORM (SmolLM2) 3.0; rope base 1e4 instead
+  of 1e5 (SmolLM2) 0.15; no sliding window (Gemma) 0.61, 1.85 past position
+  512; RMSNorm eps 1e-5 instead of 1e-6 (Gemma) 0.026. (Too small for any
+  test at this noise floor: window 511 instead of 512, 4.6e-5; SmolLM2 eps
+  1e-6 instead of 1e-5, 1.5e-7.)
+
+  KL_MEAN_MAX = 1e-2: above every correct pair measured (<= 6.9e-3 exact,
+    <= 4.6e-3 as computed here) and below the subtlest bug above (2.6e-2).
+  KL_POS_MAX = 0.25: correct pairs reach 0.115 at a single position (llama.cpp
+    vs the reference), the bugs above reach 4.5 and more.
+  NEAR_TIE = 1.0 logit: the gap between the top-1 logit and each of the next
+    four changes between two correct implementations by up to 0.5-0.8 at the
+    99.9th percentile and 1.2 at most (Gemma's logits are the larger); the
+    largest llama.cpp gap at which nib's argmax differed was 0.48. A choice can
+    only flip where the gap is smaller than that change.
+  TOP1_MIN = 0.90: the 99% first asked for is out of reach: llama.cpp agrees
+    with itself at 93.4-98.6% of positions, since its near-ties (top-2 gap
+    below the change above) are that frequent in small models. Every
+    disagreement must be a near-tie, which is the real check.
 
 It ends with "N passed, N failed, N skipped" and exits non-zero on a failure.
 Usage: tests/e2e/test_models.py [--lib build/libnib.so] [--threads 2] [--golden DIR] [--models DIR]
@@ -64,10 +93,10 @@ from nib_ctypes import Nib, NibError  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-NEAR_TIE = 0.25        # logits: llama.cpp's own gap below which a different choice is a tie
-TOP1_MIN = 0.99        # fraction of positions whose argmax must agree
-KL_MEAN_MAX = 5e-3     # nats, mean over positions, top-20 + tail
-KL_POS_MAX = 0.1       # nats, any single position
+NEAR_TIE = 1.0         # logits: llama.cpp's own gap below which a different choice is a tie
+TOP1_MIN = 0.90        # fraction of positions whose argmax must agree
+KL_MEAN_MAX = 1e-2     # nats, mean over positions, top-20 + tail
+KL_POS_MAX = 0.25      # nats, any single position
 
 PASSED = FAILED = SKIPPED = 0
 
@@ -139,7 +168,7 @@ def gap_for(top, chosen_other):
     return None
 
 
-def check_greedy(tag, m, g, threads, stats):
+def check_greedy(tag, m, g, threads):
     for item in g["greedy"]:
         name = f"{tag} greedy {item['name']}"
         want = item["tokens"]
@@ -169,7 +198,6 @@ def check_greedy(tag, m, g, threads, stats):
             gs = "outside llama.cpp's top-5" if gap is None else f"llama.cpp gap {gap:.4f}"
             free = (f"first divergence at token {div}: llama.cpp {want[div]} ({m.detokenize([want[div]])!r}), "
                     f"nib {got[div]} ({m.detokenize([got[div]])!r}), {gs}")
-            stats["divergences"].append((item["name"], div, gap))
             if gap is None or gap >= NEAR_TIE:
                 problems.append(f"not a near-tie (< {NEAR_TIE})")
         # teacher-forced
@@ -186,7 +214,6 @@ def check_greedy(tag, m, g, threads, stats):
                 gap = gap_for(tops[i], a)
                 if gap is None or gap >= NEAR_TIE:
                     tf_bad.append((i, a, gap))
-        stats["tf_maxdiff"] = max(stats["tf_maxdiff"], tf_maxdiff)
         if tf_bad:
             i, a, gap = tf_bad[0]
             problems.append(f"teacher-forced: {len(tf_bad)} positions disagree off a near-tie, first at {i} "
@@ -200,7 +227,7 @@ def check_greedy(tag, m, g, threads, stats):
 
 # ---- (c) logits ---------------------------------------------------------------
 
-def check_logits(tag, m, g, threads, stats, chunk=128):
+def check_logits(tag, m, g, threads, chunk=128):
     for item in g["logits"]:
         name = f"{tag} logits {item['name']}"
         ids = item["ids"]
@@ -236,6 +263,7 @@ def check_logits(tag, m, g, threads, stats, chunk=128):
                                                                           np.log(q_tail)), 0.0)
         kl = np.maximum(kl, 0.0)
         diff = np.abs(nib_top - top_l)
+        dlp = np.abs(lq - lp)
         agree = nib_arg == top_ids[:, 0]
         # positions that disagree: llama.cpp's gap between its top-1 and nib's choice
         bad_ties = []
@@ -247,14 +275,14 @@ def check_logits(tag, m, g, threads, stats, chunk=128):
         top1 = float(agree.mean())
         worst = int(np.argmax(kl))
         # where it goes wrong first, if anywhere (for debugging)
-        first_bad = next((i for i in range(n) if diff[i].max() > 1.0), None)
+        first_bad = next((i for i in range(n) if dlp[i].max() > 1.5 or kl[i] > KL_POS_MAX), None)
         sw = ""
         if n > 512:
-            sw = (f"; positions < 512: mean KL {kl[:512].mean():.2e}, >= 512: mean KL {kl[512:].mean():.2e}, "
-                  f"max |diff| {diff[512:].max():.4f}")
+            sw = (f"; positions >= 512: mean KL {kl[512:].mean():.2e}, max |log-prob diff| {dlp[512:].max():.4f} "
+                  f"(< 512: {kl[:512].mean():.2e}, {dlp[:512].max():.4f})")
         detail = (f"{n} positions: top-1 agreement {top1 * 100:.2f}%, mean KL {kl.mean():.2e} "
-                  f"(max {kl.max():.2e} at {worst}), max |logit diff| {diff.max():.4f} "
-                  f"(mean {diff.mean():.4f}, top-1 logit mean {diff[:, 0].mean():.4f}){sw}")
+                  f"(max {kl.max():.2e} at {worst}), max |log-prob diff| {dlp.max():.4f}, "
+                  f"max |logit diff| {diff.max():.4f} (mean {diff.mean():.4f}){sw}")
         problems = []
         if top1 < TOP1_MIN:
             problems.append(f"top-1 agreement below {TOP1_MIN * 100:.0f}%")
@@ -265,16 +293,17 @@ def check_logits(tag, m, g, threads, stats, chunk=128):
                             f"gap {'outside top-20' if gap is None else f'{gap:.4f}'})")
         if kl.mean() > KL_MEAN_MAX:
             problems.append(f"mean KL above {KL_MEAN_MAX:g}")
+        if n > 512 and kl[512:].mean() > KL_MEAN_MAX:
+            problems.append(f"mean KL past position 512 above {KL_MEAN_MAX:g}")
         if kl.max() > KL_POS_MAX:
             problems.append(f"a position's KL above {KL_POS_MAX:g}")
         if problems and first_bad is not None:
             fb = first_bad
-            problems.append(f"first position with a logit off by > 1: {fb} (token {ids[fb]}); there llama.cpp "
+            problems.append(f"first position with a log-prob off by > 1.5 or KL > {KL_POS_MAX}: {fb} "
+                            f"(token {ids[fb]}); there llama.cpp "
                             f"top-3 {list(zip(top_ids[fb, :3].tolist(), top_l[fb, :3].tolist()))}, nib at those "
                             f"{np.round(nib_top[fb, :3], 4).tolist()}, lse llama.cpp {l_lse[fb]:.4f} nib "
                             f"{nib_lse[fb]:.4f}")
-        stats["kl"].append((item["name"], float(kl.mean())))
-        stats["maxdiff"] = max(stats["maxdiff"], float(diff.max()))
         report(not problems, name, detail + ("; " + "; ".join(problems) if problems else ""))
 
 
@@ -341,9 +370,18 @@ def main():
             for c in checks:
                 skip(f"{tag} {c}", why)
             continue
-        print(f"== {g['model']} (golden from llama_cpp {g['llama_cpp_version']}; llama.cpp self-noise, batch-512 "
-              f"vs batch-1: " + ", ".join(f"{s['name']} max |diff| {s['max_abs_logit_diff']}, mean KL "
-                                          f"{s['mean_kl']:.1e}" for s in g.get("self_noise", [])) + ")")
+        print(f"== {g['model']} (golden from llama_cpp {g['llama_cpp_version']})")
+        for sn in g.get("self_noise", []):
+            print(f"      llama.cpp batch-512 vs one token at a time, {sn['name']}: exact mean KL {sn['mean_kl']:.2e}, "
+                  f"top-1 {sn['top1_agreement'] * 100:.1f}%, max |log-prob diff| "
+                  f"{sn.get('max_abs_logprob_diff_top20', float('nan')):.3f}, gap change p99.9 "
+                  f"{sn.get('gap_change_p999', float('nan')):.3f} max {sn.get('gap_change_max', float('nan')):.3f}, "
+                  f"largest gap at a flip {sn.get('max_gap_at_top1_disagreement', float('nan')):.3f}")
+        for fr in g.get("f64_reference", []):
+            for k, v in fr.items():
+                if k != "name":
+                    print(f"      float64 reference vs {k}, {fr['name']}: exact mean KL {v['mean_kl']:.2e}, "
+                          f"top-1 {v['top1_agreement'] * 100:.1f}%, gap change max {v['gap_change_max']:.3f}")
         sys.stdout.flush()
         try:
             m = nib.load(model_path)
@@ -353,14 +391,13 @@ def main():
             continue
         if m.n_vocab != g["n_vocab"]:
             report(False, f"{tag} n_vocab", f"nib {m.n_vocab}, llama.cpp {g['n_vocab']}")
-        stats = {"divergences": [], "kl": [], "maxdiff": 0.0, "tf_maxdiff": 0.0}
         try:
             if "tokenize" in only:
                 check_tokenize(tag, m, g)
             if "greedy" in only:
-                check_greedy(tag, m, g, args.threads, stats)
+                check_greedy(tag, m, g, args.threads)
             if "logits" in only:
-                check_logits(tag, m, g, args.threads, stats)
+                check_logits(tag, m, g, args.threads)
             if "determinism" in only:
                 check_determinism(tag, m, g, args.threads)
         finally:

@@ -1,0 +1,375 @@
+/* GEMV kernel lab: times the library's per-format GEMV kernels (and variants
+ * kept here for comparison) on real model shapes, against the device's own
+ * measured copy bandwidth. A program, not a test: correctness is
+ * tests/gpu/test_gpu_gemv.c's job; this file answers "how fast, and which
+ * variant wins".
+ *
+ *   make gpu-lab && build/dev/cuda/gemv_lab [OUT.md] [FORMAT...]
+ *
+ * Method (see /work/.library/device/METHOD.md):
+ *  - ceiling: a device-to-device cudaMemcpy of 2 GiB, bytes read + written
+ *    over the time, best of 10 after a warm-up;
+ *  - each case rotates among enough copies of the weight matrix that the
+ *    working set is >= 1 GiB (the H200's L2 is 60 MB), so every call streams
+ *    its weights from HBM; weights are random bytes (never zeros), x random;
+ *  - one call = quantize x to int8 + the GEMV kernel (what nib_cuda_gemv
+ *    launches), timed with events over >= 200 calls after 10 warm-ups; "graph"
+ *    replays the same calls captured in a CUDA graph, which removes the CPU
+ *    launch gaps that bound the small Qwen shapes;
+ *  - GB/s counts the weight bytes plus x (f32 in) and y (f32 out); % is of the
+ *    copy bandwidth measured in the same run;
+ *  - floor: the same two launches with empty kernels, graph-replayed: what a
+ *    call costs with no bytes moved (the launch-bound floor).
+ *
+ * Variants: rows named by format alone are the library's configuration.
+ * FORMAT/wWrR[p] sweep warps per block, rows per warp and the persistent grid
+ * (run with the argument "/w"). FORMAT/v2-f32x (Q4_0, Q8_0) dequantizes to f32
+ * and dots x as floats, to measure the dp4a-vs-float choice.
+ */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda/gemv_kernels.cuh"
+
+#define CK(call)                                                                                 \
+    do {                                                                                         \
+        cudaError_t e_ = (call);                                                                 \
+        if (e_ != cudaSuccess) {                                                                 \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1); /* a lab program may exit; the library never does */                       \
+        }                                                                                        \
+    } while (0)
+#define CK_LAUNCH(label) CK(cudaGetLastError())
+#define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+
+/* ---- v2: float-activation variants (lab only) -------------------------------------- */
+
+/* Q4_0 dequantized in registers, dotted with f32 x: 4x the activation bytes of
+ * int8, and 32 FMAs per block instead of 8 dp4a. */
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+gemv_q4_0_f32x(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restrict__ x, float *__restrict__ y,
+               int n_in, int n_out) {
+    const int row = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= n_out) return;
+    const uint8_t *wr = W + (size_t)row * row_bytes;
+    float acc = 0.0f;
+    for (int ib = lane; ib < n_in / 32; ib += 32) {
+        uint32_t w[5];
+        load_words(wr + (size_t)ib * 18, w);
+        const float d = h2f(w[0]);
+        const float4 *xv = (const float4 *)(x + 32 * ib);
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const uint32_t q = __funnelshift_r(w[k], w[k + 1], 16);
+            const float4 lo = __ldg(xv + k), hi = __ldg(xv + 4 + k);
+            s += (float)((int)(q & 15) - 8) * lo.x + (float)((int)((q >> 8) & 15) - 8) * lo.y +
+                 (float)((int)((q >> 16) & 15) - 8) * lo.z + (float)((int)((q >> 24) & 15) - 8) * lo.w;
+            s += (float)((int)((q >> 4) & 15) - 8) * hi.x + (float)((int)((q >> 12) & 15) - 8) * hi.y +
+                 (float)((int)((q >> 20) & 15) - 8) * hi.z + (float)((int)((q >> 28) & 15) - 8) * hi.w;
+        }
+        acc += d * s;
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) y[row] = acc;
+}
+
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+gemv_q8_0_f32x(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restrict__ x, float *__restrict__ y,
+               int n_in, int n_out) {
+    const int row = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= n_out) return;
+    const uint8_t *wr = W + (size_t)row * row_bytes;
+    float acc = 0.0f;
+    for (int ib = lane; ib < n_in / 32; ib += 32) {
+        uint32_t w[9];
+        load_words(wr + (size_t)ib * 34, w);
+        const float4 *xv = (const float4 *)(x + 32 * ib);
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const uint32_t q = __funnelshift_r(w[k], w[k + 1], 16);
+            const float4 v = __ldg(xv + k);
+            s += (float)(int8_t)q * v.x + (float)(int8_t)(q >> 8) * v.y + (float)(int8_t)(q >> 16) * v.z +
+                 (float)(int8_t)(q >> 24) * v.w;
+        }
+        acc += h2f(w[0]) * s;
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) y[row] = acc;
+}
+
+__global__ void empty_kernel(int) {}
+
+/* ---- the cases ------------------------------------------------------------------------ */
+
+typedef struct lab_ctx {
+    const uint8_t *W;   /* this call's weight copy */
+    size_t row_bytes;
+    const float *x;
+    int8_t *xq;
+    float2 *xds;
+    float *y;
+    int n_in, n_out;
+    cudaStream_t st;
+} lab_ctx;
+
+typedef void (*lab_fn)(const lab_ctx *c);
+
+/* Blocks a persistent launch starts: the device's multiprocessors times how
+ * many of the kernel's blocks fit on one. */
+static int sm_count;
+template <class K>
+static int persistent_blocks(K kernel, int threads) {
+    int per_sm = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+    return sm_count * (per_sm > 0 ? per_sm : 1);
+}
+
+/* v1 (call it w4r1): the first library kernel, one warp per row, one block per
+ * 4 rows. wWrR[p]: W warps per block, R rows per warp, p = persistent grid. */
+template <class F, int W, int R, bool P, int U = 2>
+static void run_q8(const lab_ctx *c) {
+    static int most = 0;
+    if (P && !most) most = persistent_blocks(gemv_q8<F, W, R, U>, W * 32);
+    int grid = CEIL_DIV(c->n_out, W * R);
+    if (P && grid > most) grid = most;
+    quantize_act_q8<<<CEIL_DIV(c->n_in, 256), 256, 0, c->st>>>(c->x, c->xq, c->xds, c->n_in);
+    gemv_q8<F, W, R, U><<<grid, W * 32, 0, c->st>>>(c->W, c->row_bytes, c->xq, c->xds, c->y, c->n_in, c->n_out);
+}
+template <bool BF>
+static void run_f16(const lab_ctx *c) {
+    static int most = 0;
+    if (!most) most = persistent_blocks(gemv_f16<BF, true>, GEMV_WARPS * 32);
+    int grid = CEIL_DIV(c->n_out, GEMV_WARPS);
+    if (grid > most) grid = most;
+    gemv_f16<BF, true><<<grid, GEMV_WARPS * 32, 0, c->st>>>(c->W, c->row_bytes, c->x, c->y, c->n_in, c->n_out);
+}
+static void run_q4_0_f32x(const lab_ctx *c) {
+    gemv_q4_0_f32x<<<CEIL_DIV(c->n_out, GEMV_WARPS), GEMV_WARPS * 32, 0, c->st>>>(c->W, c->row_bytes, c->x, c->y,
+                                                                                   c->n_in, c->n_out);
+}
+static void run_q8_0_f32x(const lab_ctx *c) {
+    gemv_q8_0_f32x<<<CEIL_DIV(c->n_out, GEMV_WARPS), GEMV_WARPS * 32, 0, c->st>>>(c->W, c->row_bytes, c->x, c->y,
+                                                                                   c->n_in, c->n_out);
+}
+static void run_floor(const lab_ctx *c) {
+    empty_kernel<<<1, 32, 0, c->st>>>(0);
+    empty_kernel<<<CEIL_DIV(c->n_out, GEMV_WARPS), GEMV_WARPS * 32, 0, c->st>>>(0);
+}
+
+typedef struct variant {
+    const char *name;
+    int qk, bytes;  /* block geometry */
+    lab_fn fn;
+} variant;
+
+/* the library's configuration, copied from gemv.cu's table (R, U, persistent) */
+#define V_Q8(NAME, F, R, U, P) {NAME, F::QK, F::BYTES, run_q8<F, GEMV_WARPS, R, P, U>}
+/* the tuning sweep: select with the argument "/w" */
+#define V_TUNE(NAME, F)                                                                   \
+    {NAME "/w4r1", F::QK, F::BYTES, run_q8<F, 4, 1, false>},                             \
+    {NAME "/w4r1p", F::QK, F::BYTES, run_q8<F, 4, 1, true>},                             \
+    {NAME "/w4r2p", F::QK, F::BYTES, run_q8<F, 4, 2, true>},                             \
+    {NAME "/w8r2p", F::QK, F::BYTES, run_q8<F, 8, 2, true>},                             \
+    {NAME "/w4r4p", F::QK, F::BYTES, run_q8<F, 4, 4, true>}
+/* second sweep (argument "/u"): unroll factor U, 2 warps per block */
+#define V_TUNE2(NAME, F)                                                                  \
+    {NAME "/u4", F::QK, F::BYTES, run_q8<F, 4, 1, false, 4>},                            \
+    {NAME "/u8", F::QK, F::BYTES, run_q8<F, 4, 1, false, 8>},                            \
+    {NAME "/u4p", F::QK, F::BYTES, run_q8<F, 4, 1, true, 4>},                            \
+    {NAME "/r2u4p", F::QK, F::BYTES, run_q8<F, 4, 2, true, 4>},                          \
+    {NAME "/w2u4", F::QK, F::BYTES, run_q8<F, 2, 1, false, 4>}
+static const variant variants[] = {
+    V_Q8("Q4_0", fmt_q4_0, 1, 4, false),     V_Q8("Q4_1", fmt_q4_1, 1, 4, false),
+    V_Q8("Q5_0", fmt_q5_0, 1, 4, false),     V_Q8("Q5_1", fmt_q5_1, 1, 4, false),
+    V_Q8("Q8_0", fmt_q8_0, 1, 8, false),     V_Q8("Q2_K", fmt_q2_K, 4, 2, true),
+    V_Q8("Q3_K", fmt_q3_K, 1, 8, false),     V_Q8("Q4_K", fmt_q4_K, 2, 4, true),
+    V_Q8("Q5_K", fmt_q5_K, 2, 4, true),      V_Q8("Q6_K", fmt_q6_K, 2, 4, true),
+    V_Q8("IQ4_NL", fmt_iq4_nl, 1, 4, false), V_Q8("IQ4_XS", fmt_iq4_xs, 1, 4, false),
+    V_Q8("MXFP4", fmt_mxfp4, 1, 4, false),   {"F16", 1, 2, run_f16<false>}, {"BF16", 1, 2, run_f16<true>},
+    {"Q4_0/v2-f32x", 32, 18, run_q4_0_f32x}, {"Q8_0/v2-f32x", 32, 34, run_q8_0_f32x},
+    V_TUNE("Q4_0", fmt_q4_0), V_TUNE("Q8_0", fmt_q8_0), V_TUNE("Q4_K", fmt_q4_K), V_TUNE("Q5_K", fmt_q5_K),
+    V_TUNE("Q6_K", fmt_q6_K), V_TUNE("Q2_K", fmt_q2_K), V_TUNE("IQ4_XS", fmt_iq4_xs),
+    V_TUNE2("Q4_0", fmt_q4_0), V_TUNE2("Q8_0", fmt_q8_0), V_TUNE2("Q4_K", fmt_q4_K), V_TUNE2("Q5_K", fmt_q5_K),
+    V_TUNE2("Q6_K", fmt_q6_K), V_TUNE2("Q2_K", fmt_q2_K), V_TUNE2("Q3_K", fmt_q3_K), V_TUNE2("IQ4_XS", fmt_iq4_xs),
+    V_TUNE2("MXFP4", fmt_mxfp4), V_TUNE2("Q5_0", fmt_q5_0),
+};
+
+typedef struct lab_shape {
+    const char *model;
+    int k, n;  /* n_in, n_out */
+} lab_shape;
+
+static const lab_shape shapes[] = {
+    {"Llama-3-8B", 4096, 4096},  {"Llama-3-8B", 4096, 14336}, {"Llama-3-8B", 14336, 4096},
+    {"Llama-3-8B", 4096, 128256}, {"Qwen2.5-0.5B", 896, 896},  {"Qwen2.5-0.5B", 896, 4864},
+    {"Qwen2.5-0.5B", 4864, 896}, {"Qwen2.5-0.5B", 896, 151936},
+};
+
+__global__ void fill_random(uint32_t *p, size_t n_words, uint32_t seed) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_words; i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t z = (uint32_t)i * 0x9E3779B9u + seed;
+        z ^= z >> 16, z *= 0x85EBCA6Bu, z ^= z >> 13, z *= 0xC2B2AE35u, z ^= z >> 16;
+        p[i] = z;
+    }
+}
+
+/* x: random in [-1, 1) */
+__global__ void fill_x(float *x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = (float)((i * 2654435761u) >> 8) / 8388608.0f - 1.0f;
+}
+
+static double copy_bandwidth(void) {
+    const size_t bytes = (size_t)2 << 30;
+    void *a, *b;
+    CK(cudaMalloc(&a, bytes));
+    CK(cudaMalloc(&b, bytes));
+    fill_random<<<1024, 256>>>((uint32_t *)a, bytes / 4, 1);
+    CK_LAUNCH("fill");
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+    float best = 1e30f;
+    for (int r = 0; r < 10; r++) {
+        CK(cudaEventRecord(e0));
+        CK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (ms < best) best = ms;
+    }
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+    return 2.0 * (double)bytes / (best * 1e-3) / 1e9;
+}
+
+/* Median-free but robust enough: mean over many calls, the best of 3 rounds. */
+static double time_calls(lab_fn fn, lab_ctx *c, const uint8_t *base, size_t copy_bytes, int n_copies, bool graph) {
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    const int calls = 200;
+    int rot = 0;
+    for (int i = 0; i < 10; i++) {  /* warm-up */
+        c->W = base + (size_t)(rot++ % n_copies) * copy_bytes;
+        fn(c);
+    }
+    CK_LAUNCH("warm-up");
+    cudaGraphExec_t exec = NULL;
+    if (graph) {
+        cudaGraph_t g;
+        CK(cudaStreamBeginCapture(c->st, cudaStreamCaptureModeGlobal));
+        for (int i = 0; i < calls; i++) {
+            c->W = base + (size_t)(rot++ % n_copies) * copy_bytes;
+            fn(c);
+        }
+        CK(cudaStreamEndCapture(c->st, &g));
+        CK(cudaGraphInstantiate(&exec, g, 0));
+        CK(cudaGraphDestroy(g));
+        CK(cudaGraphLaunch(exec, c->st));  /* warm the graph too */
+    }
+    CK(cudaStreamSynchronize(c->st));
+    float best = 1e30f;
+    for (int round = 0; round < 3; round++) {
+        CK(cudaEventRecord(e0, c->st));
+        if (graph) {
+            CK(cudaGraphLaunch(exec, c->st));
+        } else {
+            for (int i = 0; i < calls; i++) {
+                c->W = base + (size_t)(rot++ % n_copies) * copy_bytes;
+                fn(c);
+            }
+        }
+        CK(cudaEventRecord(e1, c->st));
+        CK(cudaEventSynchronize(e1));
+        CK_LAUNCH("timed calls");
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (ms < best) best = ms;
+    }
+    if (exec) CK(cudaGraphExecDestroy(exec));
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    return best * 1e3 / calls;  /* microseconds per call */
+}
+
+int main(int argc, char **argv) {
+    const char *out_path = argc > 1 ? argv[1] : NULL;
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    sm_count = prop.multiProcessorCount;
+    const double copy_gbs = copy_bandwidth();
+    char date[32];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+
+    FILE *out = out_path ? fopen(out_path, "w") : NULL;
+    char line[512];
+#define EMIT(...)                                  \
+    do {                                           \
+        snprintf(line, sizeof line, __VA_ARGS__);  \
+        fputs(line, stdout);                       \
+        if (out) fputs(line, out);                 \
+    } while (0)
+    EMIT("# GEMV lab, %s, %s (cc %d.%d, %d SMs, L2 %d MB)\n\n", date, prop.name, prop.major, prop.minor,
+         prop.multiProcessorCount, prop.l2CacheSize >> 20);
+    EMIT("device-to-device copy: %.0f GB/s (read + write)\n\n", copy_gbs);
+    EMIT("| format | model | K x N | MB | stream us | graph us | floor us | GB/s | %% copy |\n");
+    EMIT("|---|---|---|---|---|---|---|---|---|\n");
+
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    float *x, *y;
+    int8_t *xq;
+    float2 *xds;
+    const int max_k = 14336, max_n = 151936;
+    CK(cudaMalloc(&x, sizeof(float) * max_k));
+    CK(cudaMalloc(&y, sizeof(float) * max_n));
+    CK(cudaMalloc(&xq, max_k));
+    CK(cudaMalloc(&xds, sizeof(float2) * (max_k / 32)));
+    fill_x<<<CEIL_DIV(max_k, 256), 256>>>(x, max_k);
+    CK_LAUNCH("fill_x");
+
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        const variant *var = &variants[v];
+        /* no filter: every variant but the tuning sweep; else names containing an argument */
+        bool wanted = argc <= 2 && !strstr(var->name, "/w") && !strstr(var->name, "/u") && !strstr(var->name, "/r");
+        for (int a = 2; a < argc; a++) wanted |= strstr(var->name, argv[a]) != NULL;
+        if (!wanted) continue;
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            const lab_shape *sh = &shapes[s];
+            if (sh->k % var->qk != 0) {
+                EMIT("| %s | %s | %dx%d | - | n/a (K not whole blocks) | | | | |\n", var->name, sh->model, sh->k, sh->n);
+                continue;
+            }
+            const size_t row_bytes = (size_t)(sh->k / var->qk) * var->bytes;
+            const size_t wbytes = row_bytes * sh->n;
+            const size_t copy_bytes = (wbytes + 255) / 256 * 256;
+            int n_copies = (int)(((size_t)1 << 30) / copy_bytes) + 1;
+            if (n_copies < 2) n_copies = 2;
+            uint8_t *W;
+            CK(cudaMalloc(&W, copy_bytes * n_copies + 256));
+            fill_random<<<2048, 256>>>((uint32_t *)W, (copy_bytes * n_copies + 256) / 4, (uint32_t)(v * 131 + s));
+            CK_LAUNCH("fill W");
+            lab_ctx c = {W, row_bytes, x, xq, xds, y, sh->k, sh->n, st};
+            const double us = time_calls(var->fn, &c, W, copy_bytes, n_copies, false);
+            const double us_g = time_calls(var->fn, &c, W, copy_bytes, n_copies, true);
+            const double us_floor = time_calls(run_floor, &c, W, copy_bytes, n_copies, true);
+            const double moved = (double)wbytes + 4.0 * sh->k + 4.0 * sh->n;
+            const double best = us_g < us ? us_g : us;
+            const double gbs = moved / (best * 1e-6) / 1e9;
+            EMIT("| %s | %s | %dx%d | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f%% |\n", var->name, sh->model, sh->k, sh->n,
+                 wbytes / 1e6, us, us_g, us_floor, gbs, 100.0 * gbs / copy_gbs);
+            CK(cudaFree(W));
+        }
+    }
+    if (out) fclose(out);
+    return 0;
+}
