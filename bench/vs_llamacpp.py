@@ -146,6 +146,11 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     args = ap.parse_args()
 
+    load_before = os.getloadavg()
+    if load_before[0] > 0.5:
+        print(f"vs_llamacpp: WARNING: load average {load_before[0]:.2f} before the run: other processes share "
+              f"the CPU and the numbers will be low and noisy (llama.cpp's spinning threads suffer most)",
+              file=sys.stderr)
     rows = []
     for name in MODELS:
         path = os.path.join(args.models_dir, name)
@@ -182,7 +187,9 @@ def main():
     table = "\n".join(lines)
     print(table)
 
-    machine = {"cpu": cpu_name(), "cpus": os.cpu_count(), "os": platform.platform()}
+    load_after = os.getloadavg()
+    machine = {"cpu": cpu_name(), "cpus": os.cpu_count(), "os": platform.platform(),
+               "loadavg_before": [round(x, 2) for x in load_before], "loadavg_after": [round(x, 2) for x in load_after]}
     doc = {"date": date, "machine": machine, "llama_cpp_python": llama_cpp.__version__, "threads": args.threads,
            "pp": args.pp, "tg": args.tg, "reps": args.reps, "results": rows}
     os.makedirs(args.out, exist_ok=True)
@@ -192,7 +199,8 @@ def main():
         f.write("\n")
     notes = [f"# nib vs llama.cpp on CPU, {date}", "",
              f"Machine: {machine['cpu']}, {machine['cpus']} CPUs; {args.threads} threads for both engines. "
-             f"llama.cpp through llama-cpp-python {llama_cpp.__version__} (built from source, default CMake flags).",
+             f"llama.cpp through llama-cpp-python {llama_cpp.__version__} (built from source, default CMake flags). "
+             f"Load average (1 min) {load_before[0]:.2f} before the run, {load_after[0]:.2f} after.",
              "",
              f"pp{args.pp}: {args.pp} random tokens in one batch from an empty cache; tg{args.tg}: greedy "
              f"generation of {args.tg} tokens one at a time; mean ± sd of {args.reps} repetitions after a warm-up. "

@@ -184,7 +184,8 @@ typedef struct nib_gguf nib_gguf;
 
 /* Open and validate a GGUF v2/v3 file (mmap'ed read-only). NULL on error. */
 nib_gguf *nib_gguf_open(const char *path, nib_error *err);
-/* The same from a buffer the caller keeps alive (for tests and fuzzing). */
+/* The same from a buffer the caller keeps alive (for tests and fuzzing); it
+ * must be 8-byte aligned (malloc's are), as tensors are read in place. */
 nib_gguf *nib_gguf_open_memory(const void *data, size_t size, nib_error *err);
 void nib_gguf_close(nib_gguf *g);
 

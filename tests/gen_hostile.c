@@ -309,6 +309,7 @@ static void reader_cases(void) {
     const kv_loc *align = find_kv(L, "general.alignment");
     put32("r-alignment-0", align->value_at, 0, "not a power of two");
     put32("r-alignment-24", align->value_at, 24, "not a power of two");
+    put32("r-alignment-1", align->value_at, 1, "general.alignment 1 is not a multiple of 8");
     put32("r-alignment-as-int32", align->type_at, NIB_GGUF_INT32, "general.alignment is not a uint32");
     /* a larger alignment: the offsets written for 32 stop being aligned */
     put32("r-alignment-4096", align->value_at, 4096, "data offset [0-9]+ is not a multiple of the alignment 4096");

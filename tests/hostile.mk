@@ -7,7 +7,8 @@
 #                      (normal build under ulimit -v, and ASan/UBSan build), bad
 #                      options and prompts, a short generation under the sanitizers
 #   make fuzz          each harness for FUZZ_SECONDS (60), keeping its corpus in
-#                      $(SAN)/fuzz/corpus, then the long sanitizer runs
+#                      $(SAN)/fuzz/corpus, then the long sanitizer runs and more
+#                      of the C unit tests under the sanitizers
 #
 # The sanitizer build is clang (SAN_CC) with -fsanitize=address,undefined into
 # $(BUILD)/san: the library with libFuzzer's coverage instrumentation, the CLI,
@@ -57,6 +58,15 @@ $(SAN)/nib: $(SAN_CLI_OBJ) $(SAN)/libnib.a
 	$(SAN_CC) $(SAN_FLAGS) -o $@ $(SAN_CLI_OBJ) $(SAN)/libnib.a $(SAN_LDLIBS)
 san-nib: $(SAN)/nib
 
+# C unit tests under the sanitizers: the reader's and the formats' in `make test`
+# (a second or two each); in `make fuzz` also the chat templates, ops and CPU
+# kernels. test_tokenizer is left out: its speed checks assume an optimised build.
+SAN_TESTS_SHORT := $(SAN)/tests/test_gguf $(SAN)/tests/test_formats
+SAN_TESTS_LONG  := $(SAN_TESTS_SHORT) $(SAN)/tests/test_chat_template $(SAN)/tests/test_ops $(SAN)/tests/test_cpu
+$(SAN)/tests/%: tests/%.c tests/test.h $(SAN)/libnib.a
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_CFLAGS) -Itests -o $@ $< $(SAN)/libnib.a $(SAN_LDLIBS)
+
 $(SAN)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/tiny_model.h $(SAN)/libnib.a
 	@mkdir -p $(dir $@)
 	$(SAN_CC) $(SAN_CFLAGS) -Itests -fsanitize=fuzzer -o $@ $< $(SAN)/libnib.a $(SAN_LDLIBS)
@@ -74,11 +84,12 @@ test-fuzz: $(BUILD)/tests/gen_hostile
 	fi
 
 test-hostile: $(BUILD)/nib $(BUILD)/tests/gen_hostile
-	@if [ "$(HAVE_SAN)" = yes ] && $(MAKE) --no-print-directory -s $(SAN_JOBS) $(SAN)/nib >/dev/null; then san=$(SAN)/nib; else san=-; fi; \
-	sh tests/test_hostile.sh $(BUILD)/nib $$san $(BUILD)/tests/gen_hostile short
+	@if [ "$(HAVE_SAN)" = yes ] && $(MAKE) --no-print-directory -s $(SAN_JOBS) $(SAN)/nib $(SAN_TESTS_SHORT) >/dev/null; \
+	then san=$(SAN)/nib; else san=-; fi; \
+	HOSTILE_SAN_TESTS="$(SAN_TESTS_SHORT)" sh tests/test_hostile.sh $(BUILD)/nib $$san $(BUILD)/tests/gen_hostile short
 
-fuzz: $(BUILD)/nib $(BUILD)/tests/gen_hostile $(FUZZ_BIN) $(SAN)/nib
+fuzz: $(BUILD)/nib $(BUILD)/tests/gen_hostile $(FUZZ_BIN) $(SAN)/nib $(SAN_TESTS_LONG)
 	sh tests/fuzz/run_fuzz.sh $(SAN) $(FUZZ_SECONDS) $(BUILD)/tests/gen_hostile long
-	sh tests/test_hostile.sh $(BUILD)/nib $(SAN)/nib $(BUILD)/tests/gen_hostile long
+	HOSTILE_SAN_TESTS="$(SAN_TESTS_LONG)" sh tests/test_hostile.sh $(BUILD)/nib $(SAN)/nib $(BUILD)/tests/gen_hostile long
 
 -include $(SAN_LIB_OBJ:.o=.d) $(SAN_CLI_OBJ:.o=.d)

@@ -416,6 +416,22 @@ static void test_limits(void) {
                  "{% set ns = namespace(l=[]) %}{% for i in range(5000) %}{% set ns.l = [ns.l] %}{% endfor %}{{ ns.l }}");
 }
 
+/* select/reject with no arguments (truthiness) once did NULL + 0 on the empty
+ * argument list, undefined behaviour that fuzzing under UBSan found
+ * (tests/corpus/regress/chat/select-without-arguments replays it there). */
+static void test_select_without_arguments(void) {
+    nib_chat_message msgs[2] = {{"user", "a"}, {"assistant", ""}};
+    nib_chat_vars vars = {"<s>", "</s>", false};
+    char *out = NULL;
+    nib_error err;
+    nib_status st = nib_chat_render_at("{{ messages | map(attribute='content') | select | list | length }},"
+                                       "{{ [1, 0, 2] | reject | list }}",
+                                       msgs, 2, &vars, 0, &out, &err);
+    CHECK(st == NIB_OK && out && !strcmp(out, "1,[0]"), "select/reject without arguments: %s",
+          st == NIB_OK ? out : err.msg);
+    free(out);
+}
+
 /* Mutated real templates: every render must end in output or a clean error. */
 static void test_fuzz_templates(void) {
     static const char *const names[] = {"qwen3", "llama3.2", "gemma3", "qwen2.5"};
@@ -500,6 +516,7 @@ int main(void) {
     RUN(test_error_messages);
     RUN(test_limits);
     RUN(test_fuzz_templates);
+    RUN(test_select_without_arguments);
     RUN(test_strftime_now_real_clock);
     for (int i = 0; i < n_cases; i++)
         for (int k = 0; k < cases[i].n; k++) {

@@ -141,7 +141,7 @@ static void test_write_read_round_trip(void) {
     rng_bytes(t_q4_0, sizeof t_q4_0);
     for (int i = 0; i < 15; i++) t_f32[i] = (float)rng_normal();
     rng_bytes(t_f16, sizeof t_f16);
-    static const uint32_t aligns[] = {0, 64, 1};
+    static const uint32_t aligns[] = {0, 64, 8};
     for (int k = 0; k < 3; k++) {
         char path[300];
         path_in_tmp(path, sizeof path, "sample.gguf");
@@ -288,6 +288,15 @@ static void test_broken_files(void) {
     header(&f, 3, 0, 1);
     put_str(&f, "general.alignment"), put_u32(&f, NIB_GGUF_UINT32), put_u32(&f, 24);
     expect_error(&f, "power of two", "alignment 24");
+    /* a power of two below 8 would place blocks and floats at addresses their types cannot have */
+    header(&f, 3, 0, 1);
+    put_str(&f, "general.alignment"), put_u32(&f, NIB_GGUF_UINT32), put_u32(&f, 2);
+    expect_error(&f, "general.alignment 2 is not a multiple of 8", "alignment 2");
+    nib_gguf_writer *w = nib_gguf_writer_new();
+    nib_error err;
+    CHECK(nib_gguf_writer_set_alignment(w, 4, &err) == NIB_ERR_ARG && strstr(err.msg, "multiple of 8"),
+          "the writer refuses alignment 4: %s", err.msg);
+    nib_gguf_writer_free(w);
     header(&f, 3, 0, 1);
     put_str(&f, "general.alignment"), put_u32(&f, NIB_GGUF_STRING), put_str(&f, "32");
     expect_error(&f, "general.alignment is not a uint32", "alignment as a string");

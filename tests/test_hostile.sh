@@ -4,10 +4,11 @@
 #
 #   sh tests/test_hostile.sh NIB NIB_SAN GEN_HOSTILE [short|long]
 #
-# NIB is the normal build; it runs under `ulimit -v` (2 GiB), so a file that
+# NIB is the normal build; it runs under `ulimit -v` (512 MiB), so a file that
 # makes nib allocate memory in proportion to a number it merely claims fails
 # with the wrong message. NIB_SAN is the CLI built with -fsanitize=address,
-# undefined ("-" if there is none: those checks are skipped, with the reason).
+# undefined ("-" if there is none: those checks are skipped, with the reason);
+# HOSTILE_SAN_TESTS lists C unit tests built with the same sanitizers, run last.
 # GEN_HOSTILE writes the corpus (tests/gen_hostile.c) with a manifest of what
 # `nib inspect` and `nib run` must say about each file. Every file is one test:
 # it passes when both commands, in both builds, answer as the manifest says
@@ -17,7 +18,10 @@
 # Ends with "N passed, N failed, N skipped".
 nib=$1; nib_san=$2; gen=$3; mode=${4:-short}
 models=${NIB_MODELS:-models}
-mem_kb=${HOSTILE_MEM_KB:-2097152}   # ulimit -v for the normal build: 2 GiB
+# ulimit -v for the normal build: 512 MiB. Every corpus file is under 200 KB and
+# runs in a few MB (all pass at 256 MiB); a claimed count turned into an
+# allocation fails here with the wrong message.
+mem_kb=${HOSTILE_MEM_KB:-524288}
 limit_s=${HOSTILE_TIMEOUT_S:-20}    # per command; nib answers a bad file in milliseconds
 # allocator_may_return_null: a failed malloc returns NULL as in a normal build,
 # so out-of-memory paths are tested rather than reported by ASan.
@@ -203,6 +207,16 @@ if [ "$nib_san" != - ]; then
         fi
     fi
 fi
+
+# ---- C unit tests built with the sanitizers ($HOSTILE_SAN_TESTS) -----------------------------
+for t in ${HOSTILE_SAN_TESTS:-}; do
+    [ "$nib_san" = - ] && break
+    if [ ! -x "$t" ]; then bad "sanitizers: $t was not built"; continue; fi
+    timeout 600 "$t" >"$tmp/out" 2>&1; rc=$?
+    w=$(check ok $rc "$tmp/out")
+    if [ -z "$w" ]; then ok "sanitizers: $(basename "$t") ($(tail -n 1 "$tmp/out"))"
+    else bad "sanitizers: $(basename "$t"): $w"; grep -E '^FAIL|  FAIL' "$tmp/out" | head -n 5; fi
+done
 
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

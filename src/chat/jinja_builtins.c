@@ -517,7 +517,7 @@ static int f_list(jctx *c, const jexpr *at, jv self, const jargs *a, jv *out) {
     jlist *l;
     if (jargs_check(c, at, "list", a, 0, NULL) || to_list(c, at, self, &l)) return -1;
     if (!jv_list_new(c, out, l->n)) return -1;
-    memcpy(out->u.list->v, l->v, l->n * sizeof(jv));
+    if (l->n) memcpy(out->u.list->v, l->v, l->n * sizeof(jv));  /* an empty list's v may be NULL */
     out->u.list->n = l->n;
     return 0;
 }
@@ -1141,7 +1141,7 @@ static int affix(jctx *c, const jexpr *at, jv self, const jargs *a, bool end, jv
     for (size_t i = 0; i < n && !r; i++) {
         jstr p;
         if (want_str(c, at, cands[i], what, &p)) return -1;
-        r = p.n <= s.n && memcmp(end ? s.p + s.n - p.n : s.p, p.p, p.n) == 0;
+        r = p.n <= s.n && (p.n == 0 || memcmp(end ? s.p + s.n - p.n : s.p, p.p, p.n) == 0);
     }
     *out = jv_bool(r);
     return 0;
@@ -1261,7 +1261,7 @@ static int m_affix_remove(jctx *c, const jexpr *at, jv self, const jargs *a, boo
     jstr s, p;
     if (jargs_check(c, at, what, a, 1, NULL) || want_str(c, at, self, what, &s)) return -1;
     if (!jargs_get(a, 0, NULL, &pv) || want_str(c, at, pv, what, &p)) return jerr(c, NIB_ERR_FORMAT, AT(at), "%s: needs a string", what);
-    bool hit = p.n <= s.n && memcmp(suffix ? s.p + s.n - p.n : s.p, p.p, p.n) == 0;
+    bool hit = p.n <= s.n && (p.n == 0 || memcmp(suffix ? s.p + s.n - p.n : s.p, p.p, p.n) == 0);
     *out = hit ? jv_strn(suffix ? s.p : s.p + p.n, s.n - p.n) : self;
     return 0;
 }
@@ -1480,7 +1480,7 @@ const int jinja_n_global_funcs = (int)(sizeof jinja_global_funcs / sizeof jinja_
 
 static int name_cmp(jstr a, const char *b) {
     size_t bn = strlen(b), n = a.n < bn ? a.n : bn;
-    int r = memcmp(a.p, b, n);
+    int r = n ? memcmp(a.p, b, n) : 0;
     if (r) return r;
     return a.n < bn ? -1 : a.n > bn ? 1 : 0;
 }

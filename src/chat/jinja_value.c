@@ -121,7 +121,7 @@ jv jv_cstr(const char *s) { return jv_strn(s, strlen(s)); }
 
 bool jstr_eq(jstr a, const char *lit) {
     size_t n = strlen(lit);
-    return a.n == n && memcmp(a.p, lit, n) == 0;
+    return a.n == n && (n == 0 || memcmp(a.p, lit, n) == 0);  /* an empty jstr's p may be NULL */
 }
 
 /* Python strings are sequences of code points; nib's are UTF-8 bytes. Invalid

@@ -168,7 +168,7 @@ static nib_status read_kv(nib_gguf *g, reader *r, nib_gguf_kv *kv) {
     nib_str *strs = calloc(kv->n ? kv->n : 1, sizeof *strs);
     if (!strs) {
         return nib_error_set(r->err, NIB_ERR_NOMEM, "%s: out of memory for %llu strings of array '%.*s'",
-                             r->src, (unsigned long long)kv->n, (int)kv->key.len, kv->key.ptr);
+                             r->src, (unsigned long long)kv->n, (int)(kv->key.len > 64 ? 64 : kv->key.len), kv->key.ptr);
     }
     kv->strs = strs;
     g->owned_strs[g->n_owned_strs++] = strs;
@@ -388,6 +388,15 @@ static nib_status parse(nib_gguf *g, reader *r) {
         uint32_t a;
         memcpy(&a, kv->data, 4);
         if (a == 0 || (a & (a - 1)) != 0) return fail(r, kv->offset, "general.alignment is not a power of two");
+        /* The GGUF specification asks for a multiple of 8, and nib reads blocks
+         * and floats in place: an alignment of 1, 2 or 4 would put them at
+         * addresses their types cannot have (undefined behaviour; found by
+         * fuzzing under UBSan). */
+        if (a < 8) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "general.alignment %u is not a multiple of 8", a);
+            return fail(r, kv->offset, msg);
+        }
         g->alignment = a;
     }
 
@@ -426,6 +435,10 @@ static nib_gguf *open_buffer(const void *data, size_t size, const char *src, nib
 nib_gguf *nib_gguf_open_memory(const void *data, size_t size, nib_error *err) {
     if (!data && size) {
         nib_error_set(err, NIB_ERR_ARG, "nib_gguf_open_memory: NULL buffer");
+        return NULL;
+    }
+    if ((uintptr_t)data % 8) {
+        nib_error_set(err, NIB_ERR_ARG, "nib_gguf_open_memory: the buffer is not 8-byte aligned");
         return NULL;
     }
     return open_buffer(data, size, "<memory>", err);

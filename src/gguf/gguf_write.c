@@ -92,6 +92,8 @@ static nib_status add_scalar(nib_gguf_writer *w, const char *key, nib_gguf_vtype
 nib_status nib_gguf_writer_set_alignment(nib_gguf_writer *w, uint32_t alignment, nib_error *err) {
     if (alignment == 0 || (alignment & (alignment - 1)))
         return nib_error_set(err, NIB_ERR_ARG, "gguf writer: alignment %u is not a power of two", alignment);
+    if (alignment < 8)  /* what the reader accepts: the GGUF specification's multiple of 8 */
+        return nib_error_set(err, NIB_ERR_ARG, "gguf writer: alignment %u is not a multiple of 8", alignment);
     w->alignment = alignment;
     return nib_gguf_writer_add_u32(w, "general.alignment", alignment, err);
 }

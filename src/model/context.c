@@ -143,7 +143,8 @@ const float *nib_ctx_logits(const nib_ctx *c) { return c->logits; }
 static nib_status matmul(nib_ctx *c, const nib_weight *w, const float *X, int64_t n_tok, float *Y, nib_error *err) {
     nib_status s = nib_cpu_matmul(c->pool, w->type, w->data, w->ne[0], w->ne[1], X, n_tok, Y, c->mm_scratch);
     if (s != NIB_OK)
-        return nib_error_set(err, s, "matmul of '%s' (%s, %lld x %lld) failed", w->name ? w->name : "?",
+        return nib_error_set(err, s, "matmul of '%.*s' (%s, %lld x %lld) failed", w->name ? w->name_len : 1,
+                             w->name ? w->name : "?",
                              nib_type_name(w->type), (long long)w->ne[0], (long long)w->ne[1]);
     return NIB_OK;
 }

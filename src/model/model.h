@@ -16,7 +16,8 @@
 #include "nib.h"
 
 typedef struct nib_weight {
-    const char *name;  /* for messages; NULL when the tensor is absent */
+    const char *name;  /* for messages: name_len bytes in the mapping, not NUL-terminated; NULL when absent */
+    int name_len;
     nib_type type;
     int64_t ne[4];     /* ne[0] = row length (input features) */
     const void *data;  /* into the mapped file */

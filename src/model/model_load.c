@@ -79,8 +79,9 @@ nib_status nib_ld_weight(nib_loader *ld, nib_weight *w, const char *name, int64_
     if (ne1 == 0 && t->type != NIB_TYPE_F32)
         return nib_error_set(ld->err, NIB_ERR_UNSUPPORTED, "tensor '%s' is %s; vectors must be F32", name,
                              nib_type_name(t->type));
-    /* the name lives in the mapping; keep a NUL-terminated pointer from the caller's literal-free buffer */
+    /* the name lives in the mapping, where no NUL ends it: print it with its length */
     w->name = t->name.ptr;
+    w->name_len = (int)(t->name.len < 256 ? t->name.len : 256);
     w->type = t->type;
     for (int d = 0; d < 4; d++) w->ne[d] = t->ne[d];
     w->data = t->data;
