@@ -150,6 +150,8 @@ typedef enum nib_gguf_vtype {
 } nib_gguf_vtype;
 
 const char *nib_gguf_vtype_name(nib_gguf_vtype t);
+/* Bytes of one value of a fixed-size type; 0 for STRING, ARRAY and unknown types. */
+size_t nib_gguf_vtype_size(nib_gguf_vtype t);
 
 #define NIB_GGUF_DEFAULT_ALIGNMENT 32
 #define NIB_GGUF_MAX_DIMS 4

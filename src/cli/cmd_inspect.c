@@ -53,8 +53,7 @@ static void print_name(nib_str s, int width) {
 static void print_scalar(nib_gguf_vtype t, const void *p) {
     union { uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32;
             float f32; uint64_t u64; int64_t i64; double f64; } v;
-    static const size_t size[NIB_GGUF_VTYPE_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-    memcpy(&v, p, size[t]);
+    memcpy(&v, p, nib_gguf_vtype_size(t));
     switch (t) {  /* printing is the one place each value type needs its own format */
     case NIB_GGUF_UINT8: printf("%u", v.u8); break;
     case NIB_GGUF_INT8: printf("%d", v.i8); break;
@@ -81,12 +80,11 @@ static void print_kv(const nib_gguf_kv *kv) {
         print_str(nib_gguf_kv_str(kv));
     } else if (kv->type == NIB_GGUF_ARRAY) {
         printf("[%s x %llu] [", nib_gguf_vtype_name(kv->elem_type), (unsigned long long)kv->n);
-        static const size_t size[NIB_GGUF_VTYPE_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
         uint64_t shown = kv->n < MAX_SHOWN_ELEMS ? kv->n : MAX_SHOWN_ELEMS;
         for (uint64_t i = 0; i < shown; i++) {
             if (i) printf(", ");
             if (kv->elem_type == NIB_GGUF_STRING) print_str(kv->strs[i]);
-            else print_scalar(kv->elem_type, (const uint8_t *)kv->data + i * size[kv->elem_type]);
+            else print_scalar(kv->elem_type, (const uint8_t *)kv->data + i * nib_gguf_vtype_size(kv->elem_type));
         }
         printf("%s]", kv->n > shown ? ", ..." : "");
     } else {

@@ -39,6 +39,10 @@ static const char *const vtype_names[NIB_GGUF_VTYPE_COUNT] = {
 /* Bytes of one scalar value; 0 for string and array (variable length). */
 static const uint8_t vtype_size[NIB_GGUF_VTYPE_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
 
+size_t nib_gguf_vtype_size(nib_gguf_vtype t) {
+    return (unsigned)t < NIB_GGUF_VTYPE_COUNT ? vtype_size[t] : 0;
+}
+
 const char *nib_gguf_vtype_name(nib_gguf_vtype t) {
     if ((unsigned)t >= NIB_GGUF_VTYPE_COUNT) return "unknown";
     return vtype_names[t];

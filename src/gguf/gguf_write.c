@@ -120,16 +120,14 @@ nib_status nib_gguf_writer_add_str(nib_gguf_writer *w, const char *key, const ch
     return NIB_OK;
 }
 
-/* Fixed element sizes of the scalar value types (0: not allowed in add_array). */
-static const uint8_t elem_size[NIB_GGUF_VTYPE_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
 
 nib_status nib_gguf_writer_add_array(nib_gguf_writer *w, const char *key, nib_gguf_vtype elem_type,
                                      const void *data, uint64_t n, nib_error *err) {
-    if ((unsigned)elem_type >= NIB_GGUF_VTYPE_COUNT || elem_size[elem_type] == 0)
+    if (nib_gguf_vtype_size(elem_type) == 0)  /* strings and arrays have no fixed size */
         return nib_error_set(err, NIB_ERR_ARG, "gguf writer: '%s': arrays of %s need their own call", key,
                              nib_gguf_vtype_name(elem_type));
     uint64_t bytes;
-    if (!nib_mul_u64(n, elem_size[elem_type], &bytes) || bytes > SIZE_MAX)
+    if (!nib_mul_u64(n, nib_gguf_vtype_size(elem_type), &bytes) || bytes > SIZE_MAX)
         return nib_error_set(err, NIB_ERR_ARG, "gguf writer: '%s': array too large", key);
     if (!put_key(w, key, NIB_GGUF_ARRAY) || !buf_u32(&w->kv, (uint32_t)elem_type) || !buf_u64(&w->kv, n) ||
         !buf_put(&w->kv, data, (size_t)bytes))
