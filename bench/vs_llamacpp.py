@@ -108,7 +108,7 @@ def bench_nib(nib, path, threads, pp, tg, reps):
     if r.returncode == 0 or "{" in r.stdout:
         try:
             j = json.loads(r.stdout[r.stdout.index("{"):])
-            j["method"] = " ".join(os.path.relpath(c, ROOT) if c == nib else c for c in cmd)
+            j["method"] = " ".join(["nib", "bench", os.path.basename(path)] + cmd[3:])
             if r.returncode != 0:
                 j["warning"] = r.stderr.strip()[-300:]
             return j
