@@ -8,6 +8,8 @@
 # The reference kernels must compute exactly what their definitions say, so
 # floating-point contraction (FMA fusion) is off and -ffast-math is never used.
 
+.DEFAULT_GOAL := all
+
 CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2
