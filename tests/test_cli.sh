@@ -29,5 +29,66 @@ else grep -q "not a regular file" "$tmp/err" && ok "directory: clear error" || b
 if "$nib" frobnicate 2>/dev/null; then bad "unknown command exits 0"; else ok "unknown command fails"; fi
 if "$nib" inspect 2>/dev/null; then bad "inspect without a file exits 0"; else ok "inspect without a file fails"; fi
 
+
+# ---- nib synth: random models of real shapes ---------------------------------------------
+# tiny-llama (2 layers, untied) in every type; the file's formats follow llama.cpp's mix:
+# Q4_K_M puts attn_v/ffn_down in Q6_K on layers where use_more_bits(i, 2) holds (layer 1,
+# not 0) and the LM head in Q6_K; Q4_0 has a Q6_K head too; Q8_0 and F16 are uniform.
+tensor_type() { echo "$2" | awk -v n="$1" '$2 == n { print $3 }'; }
+for t in F16 Q8_0 Q4_0 Q4_K_M; do
+    f="$tmp/synth-$t.gguf"
+    if ! "$nib" synth --shape tiny-llama --type "$t" --seed 7 -o "$f" >"$tmp/out" 2>&1; then
+        bad "synth tiny-llama $t: $(cat "$tmp/out")"; continue
+    fi
+    grep -q "self-check: .* rows finite" "$tmp/out" && ok "synth tiny-llama $t writes and self-checks" \
+        || bad "synth $t output: $(cat "$tmp/out")"
+    ins=$("$nib" inspect "$f")
+    case $t in F16) want="1 F16 F16 F16 F16 F16 F16";; Q8_0) want="7 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0";;
+                Q4_0) want="2 Q4_0 Q4_0 Q4_0 Q4_0 Q4_0 Q6_K";; Q4_K_M) want="15 Q4_K Q4_K Q6_K Q4_K Q6_K Q6_K";; esac
+    got="$(echo "$ins" | awk '$1 == "general.file_type" { print $3 }')"
+    for n in token_embd.weight blk.0.attn_v.weight blk.1.attn_v.weight blk.0.ffn_down.weight \
+             blk.1.ffn_down.weight output.weight; do got="$got $(tensor_type $n "$ins")"; done
+    [ "$got" = "$want" ] && ok "synth $t: file_type and types of embd, attn_v 0/1, ffn_down 0/1, output" \
+        || bad "synth $t: file_type/types '$got', expected '$want'"
+    nt=$(echo "$ins" | grep -cE '^ +[0-9]+  blk\.|^ +[0-9]+  (token_embd|output)')
+    [ "$(tensor_type blk.1.attn_norm.weight "$ins")" = F32 ] && [ "$nt" = 21 ] \
+        && ok "synth $t: 21 tensors, norms F32" || bad "synth $t: $nt tensors, norm $(tensor_type blk.1.attn_norm.weight "$ins")"
+    if "$nib" run "$f" -p "hello" -n 4 --temp 0 >"$tmp/gen" 2>"$tmp/err" && grep -q "generated 4 tokens" "$tmp/err"; then
+        ok "nib run on synth $t generates 4 tokens"
+    else bad "nib run on synth $t: $(tail -2 "$tmp/err")"; fi
+done
+# qwen2 with QKV biases, tied embeddings and 192-wide rows: llama.cpp's fallbacks
+# (Q4_K -> Q5_0, Q6_K -> Q8_0; the tied head Q8_0)
+if "$nib" synth --shape tiny-qwen2 --type Q4_K_M -o "$tmp/q2.gguf" >"$tmp/out" 2>&1; then
+    ins=$("$nib" inspect "$tmp/q2.gguf")
+    got="$(tensor_type token_embd.weight "$ins") $(tensor_type blk.0.attn_q.weight "$ins") \
+$(tensor_type blk.1.attn_v.weight "$ins") $(tensor_type blk.1.ffn_down.weight "$ins") $(tensor_type blk.0.attn_q.bias "$ins")"
+    [ "$got" = "Q8_0 Q5_0 Q8_0 Q6_K F32" ] && ! echo "$ins" | grep -q " output.weight " \
+        && ok "synth tiny-qwen2 Q4_K_M: fallback types, biases, tied head" || bad "synth tiny-qwen2 types: $got"
+    "$nib" run "$tmp/q2.gguf" -p "hello" -n 4 --temp 0 >/dev/null 2>"$tmp/err" && grep -q "generated 4 tokens" "$tmp/err" \
+        && ok "nib run on synth tiny-qwen2 generates 4 tokens" || bad "nib run on tiny-qwen2: $(tail -2 "$tmp/err")"
+else bad "synth tiny-qwen2: $(cat "$tmp/out")"; fi
+# determinism: the bytes are a function of (shape, type, seed), whatever the thread count
+"$nib" synth --shape tiny-llama --type Q4_K_M --seed 7 -t 1 -o "$tmp/again.gguf" >/dev/null 2>&1
+cmp -s "$tmp/synth-Q4_K_M.gguf" "$tmp/again.gguf" && ok "synth: same seed, 1 vs all threads: identical bytes" \
+    || bad "synth: same seed gave different files"
+"$nib" synth --shape tiny-llama --type Q4_K_M --seed 8 -o "$tmp/other.gguf" >/dev/null 2>&1
+[ -s "$tmp/other.gguf" ] && ! cmp -s "$tmp/synth-Q4_K_M.gguf" "$tmp/other.gguf" && ok "synth: another seed, other bytes" \
+    || bad "synth: seeds 7 and 8 gave the same file"
+# errors name the problem and the valid choices
+if "$nib" synth --shape llama9 --type Q4_0 -o "$tmp/x.gguf" 2>"$tmp/err"; then bad "synth: unknown shape exits 0"
+else grep -q "unknown shape 'llama9'.*tiny-llama.*llama3-8b" "$tmp/err" && ok "synth: unknown shape lists the shapes" \
+    || bad "synth unknown shape message: $(cat "$tmp/err")"; fi
+if "$nib" synth --shape tiny-llama --type Q3_K -o "$tmp/x.gguf" 2>"$tmp/err"; then bad "synth: unknown type exits 0"
+else grep -q "unknown type 'Q3_K'.*Q4_K_M" "$tmp/err" && ok "synth: unknown type lists the types" \
+    || bad "synth unknown type message: $(cat "$tmp/err")"; fi
+if "$nib" synth --shape tiny-llama --type Q8_0 -o "$tmp/no/such/dir.gguf" 2>"$tmp/err"; then bad "synth: bad path exits 0"
+else grep -q "no/such/dir.gguf: cannot create" "$tmp/err" && ok "synth: unwritable output: clear error" \
+    || bad "synth bad path message: $(cat "$tmp/err")"; fi
+if "$nib" synth --shape tiny-llama --type Q8_0 2>/dev/null; then bad "synth without -o exits 0"; else ok "synth without -o fails"; fi
+out=$("$nib" synth --list)
+echo "$out" | grep -qE '^  llama3-8b +.* 4912898048 \(4\.91\)' && ok "synth --list: llama3-8b Q4_K_M is 4.91 GB of tensors" \
+    || bad "synth --list: $(echo "$out" | grep llama3-8b)"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

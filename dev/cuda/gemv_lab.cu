@@ -134,11 +134,13 @@ static int persistent_blocks(K kernel, int threads) {
 template <class F, int W, int R, bool P, int U = 2>
 static void run_q8(const lab_ctx *c) {
     static int most = 0;
-    if (P && !most) most = persistent_blocks(gemv_q8<F, W, R, U>, W * 32);
+    if (P && !most) most = persistent_blocks(gemv_q8<F, W, R, U, 1>, W * 32);
     int grid = CEIL_DIV(c->n_out, W * R);
     if (P && grid > most) grid = most;
-    quantize_act_q8<<<CEIL_DIV(c->n_in, 256), 256, 0, c->st>>>(c->x, c->xq, c->xds, c->n_in);
-    gemv_q8<F, W, R, U><<<grid, W * 32, 0, c->st>>>(c->W, c->row_bytes, c->xq, c->xds, c->y, c->n_in, c->n_out);
+    quantize_act_q8<<<CEIL_DIV(c->n_in, 256), 256, 0, c->st>>>(c->x, c->xq, c->xds, c->n_in, 1, c->n_in);
+    act_q8 a;
+    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1;
+    gemv_q8<F, W, R, U, 1><<<grid, W * 32, 0, c->st>>>(c->W, c->row_bytes, a, c->y, c->n_out, c->n_in, c->n_out, 0);
 }
 template <bool BF>
 static void run_f16(const lab_ctx *c) {
@@ -146,7 +148,8 @@ static void run_f16(const lab_ctx *c) {
     if (!most) most = persistent_blocks(gemv_f16<BF, true>, GEMV_WARPS * 32);
     int grid = CEIL_DIV(c->n_out, GEMV_WARPS);
     if (grid > most) grid = most;
-    gemv_f16<BF, true><<<grid, GEMV_WARPS * 32, 0, c->st>>>(c->W, c->row_bytes, c->x, c->y, c->n_in, c->n_out);
+    gemv_f16<BF, true><<<grid, GEMV_WARPS * 32, 0, c->st>>>(c->W, c->row_bytes, c->x, c->n_in, c->y, c->n_out, c->n_in,
+                                                             c->n_out, 0);
 }
 static void run_q4_0_f32x(const lab_ctx *c) {
     gemv_q4_0_f32x<<<CEIL_DIV(c->n_out, GEMV_WARPS), GEMV_WARPS * 32, 0, c->st>>>(c->W, c->row_bytes, c->x, c->y,

@@ -8,5 +8,7 @@ int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 #endif

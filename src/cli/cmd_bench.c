@@ -18,6 +18,7 @@
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "cli/membw.h"
+#include "cuda/cuda.h"
 #include "sampler/sampler.h"
 
 static void usage(FILE *f) {
@@ -74,8 +75,24 @@ int cmd_bench(int argc, char **argv) {
         rc = 1;
         goto done;
     }
-    fprintf(stderr, "nib bench: measuring memory bandwidth ...\n");
-    double bw = nib_membw_probe_gbs(o.n_threads);
+    /* the ceiling the decode roofline is a percentage of: device-to-device
+     * copy bandwidth on the GPU, a streaming-read probe on the CPU */
+    const bool on_gpu = nib_ctx_device(s.ctx) == NIB_DEVICE_CUDA;
+    char backend[192];
+    double bw;
+    if (on_gpu) {
+        nib_cuda_device_info info;
+        char why[256];
+        snprintf(backend, sizeof backend, "cuda (%s)", nib_cuda_device_get(0, &info, why, sizeof why) ? info.name : "?");
+        fprintf(stderr, "nib bench: measuring device copy bandwidth ...\n");
+        bw = nib_cuda_copy_bandwidth_gbs(&err);
+    } else {
+        snprintf(backend, sizeof backend, "cpu (%s, %d threads)", nib_simd_level_name(nib_cpu_simd_level()),
+                 nib_ctx_n_threads(s.ctx));
+        fprintf(stderr, "nib bench: measuring memory bandwidth ...\n");
+        bw = nib_membw_probe_gbs(o.n_threads);
+    }
+    const char *bw_name = on_gpu ? "device-to-device copy bandwidth" : "streaming-read probe";
     for (int r = 0; r < reps; r++) {
         nib_ctx_truncate(s.ctx, 0);
         if (o.bench_depth > 0 && decode_random(s.ctx, n_vocab, o.bench_depth, 7, &err)) goto fail;
@@ -91,7 +108,7 @@ int cmd_bench(int argc, char **argv) {
             if (o.bench_depth == 0 && nib_ctx_decode(s.ctx, seq, 1, NULL, &err)) goto fail;
             double t0 = cli_now_s();
             for (int i = 0; i < o.bench_tg; i++) {
-                seq[i + 1] = nib_argmax(nib_ctx_logits(s.ctx), n_vocab);
+                seq[i + 1] = nib_ctx_argmax(s.ctx);
                 if (nib_ctx_decode(s.ctx, &seq[i + 1], 1, NULL, &err)) goto fail;
             }
             tg[r] = (double)o.bench_tg / (cli_now_s() - t0);
@@ -111,27 +128,27 @@ int cmd_bench(int argc, char **argv) {
     stats sp = stats_of(pp, reps), st = stats_of(tg, reps);
     double eff = bytes_tok * st.mean / 1e9;
     if (o.json) {
-        printf("{\"model\": \"%s\", \"arch\": \"%s\", \"backend\": \"cpu\", \"simd\": \"%s\", \"threads\": %d,\n"
+        printf("{\"model\": \"%s\", \"arch\": \"%s\", \"backend\": \"%s\", \"threads\": %d,\n"
                " \"pp\": %d, \"tg\": %d, \"depth\": %d, \"reps\": %d,\n"
                " \"pp_tps\": %.3f, \"pp_tps_sd\": %.3f, \"tg_tps\": %.3f, \"tg_tps_sd\": %.3f,\n"
                " \"bytes_per_token\": %.0f, \"effective_gbs\": %.3f, \"probe_gbs\": %.3f, \"roofline_pct\": %.1f,\n"
                " \"greedy_tokens_identical\": %s}\n",
-               o.model, m->hp.arch_name, nib_simd_level_name(nib_cpu_simd_level()), nib_ctx_n_threads(s.ctx), o.bench_pp,
+               o.model, m->hp.arch_name, backend, nib_ctx_n_threads(s.ctx), o.bench_pp,
                o.bench_tg, o.bench_depth, reps, sp.mean, sp.sd, st.mean, st.sd, bytes_tok, eff, bw,
                bw > 0 ? 100.0 * eff / bw : 0.0, deterministic ? "true" : "false");
     } else {
-        printf("| model | backend | threads | test | t/s |\n|---|---|---|---|---|\n");
+        printf("| model | backend | test | t/s |\n|---|---|---|---|\n");
         if (o.bench_pp > 0)
-            printf("| %s | cpu (%s) | %d | pp%d | %.2f ± %.2f |\n", m->hp.arch_name,
-                   nib_simd_level_name(nib_cpu_simd_level()), nib_ctx_n_threads(s.ctx), o.bench_pp, sp.mean, sp.sd);
-        if (o.bench_tg > 0)
-            printf("| %s | cpu (%s) | %d | tg%d%s | %.2f ± %.2f |\n", m->hp.arch_name,
-                   nib_simd_level_name(nib_cpu_simd_level()), nib_ctx_n_threads(s.ctx), o.bench_tg,
-                   o.bench_depth ? " @ depth" : "", st.mean, st.sd);
+            printf("| %s | %s | pp%d | %.2f ± %.2f |\n", o.model, backend, o.bench_pp, sp.mean, sp.sd);
+        if (o.bench_tg > 0) {
+            char depth[32] = "";
+            if (o.bench_depth) snprintf(depth, sizeof depth, " @ d%d", o.bench_depth);
+            printf("| %s | %s | tg%d%s | %.2f ± %.2f |\n", o.model, backend, o.bench_tg, depth, st.mean, st.sd);
+        }
         printf("\ndecode roofline: %.2f MB read per token (weights %.2f MB + KV %.2f MB at mean position %.0f), "
-               "%.2f GB/s effective = %.1f%% of the %.2f GB/s streaming-read probe\n",
+               "%.2f GB/s effective = %.1f%% of the %.2f GB/s %s\n",
                bytes_tok / 1e6, (double)(m->weight_bytes + embd_row) / 1e6, kv_per_pos * mean_pos / 1e6, mean_pos,
-               eff, bw > 0 ? 100.0 * eff / bw : 0.0, bw);
+               eff, bw > 0 ? 100.0 * eff / bw : 0.0, bw, bw_name);
     }
     if (!deterministic)
         fprintf(stderr, "nib bench: WARNING: greedy tokens differ between repetitions; the speeds above are suspect\n");

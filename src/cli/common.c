@@ -1,6 +1,9 @@
 /* See common.h. */
 #include "cli/common.h"
 
+#include "cuda/cuda.h"
+#include "model/synth.h"
+
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -61,7 +64,7 @@ static const flag flags[] = {
     {"-b", "--batch-size", CLI_F_CONTEXT, ARG_INT, OFF(n_batch), 1, 1 << 16, "prompt tokens per forward step (default 256)"},
     {"-t", "--threads", CLI_F_CONTEXT | CLI_F_BENCH, ARG_INT, OFF(n_threads), 1, 1024, "threads (default: all CPUs)"},
     {NULL, "--kv-f32", CLI_F_CONTEXT, ARG_NONE, OFF(kv_f32), 0, 0, "keep the KV cache in fp32 (default fp16)"},
-    {NULL, "--device", CLI_F_CONTEXT, ARG_STR, OFF(device), 0, 0, "cpu or cuda (default: cuda if present, else cpu)"},
+    {NULL, "--device", CLI_F_CONTEXT | CLI_F_BENCH, ARG_STR, OFF(device), 0, 0, "cpu or cuda (default: cuda if present, else cpu)"},
     {NULL, "--system", CLI_F_CHAT, ARG_STR, OFF(system), 0, 0, "system message"},
     {NULL, "--chat-template", CLI_F_CHAT, ARG_STR, OFF(chat_template), 0, 0,
      "template name (chatml, gemma, llama3) or Jinja file, instead of the model's"},
@@ -155,10 +158,6 @@ int cli_parse(cli_opts *o, int argc, char **argv, unsigned groups, void (*usage)
         fprintf(stderr, "nib %s: unknown device '%s' (cpu or cuda)\n", argv[0], o->device);
         return 2;
     }
-    if (!strcmp(o->device, "cuda")) {
-        fprintf(stderr, "nib %s: --device cuda: this build has no CUDA backend yet; use --device cpu\n", argv[0]);
-        return 2;
-    }
     return 0;
 }
 
@@ -167,7 +166,25 @@ int cli_session_open(cli_session *s, const cli_opts *o, bool with_ctx) {
     nib_error err;
     double t0 = cli_now_s();
     fprintf(stderr, "nib: loading %s ...\n", o->model);
-    s->model = nib_model_load(o->model, &err);
+    if (!strncmp(o->model, "synth:", 6)) {
+        /* synth:SHAPE:TYPE, a model of random weights built now (nib synth) */
+        char shape[64] = "";
+        const char *colon = strchr(o->model + 6, ':');
+        size_t n = colon ? (size_t)(colon - (o->model + 6)) : 0;
+        const nib_synth_shape *sh = NULL;
+        const nib_synth_ftype *ft = colon ? nib_synth_ftype_find(colon + 1) : NULL;
+        if (n && n < sizeof shape) memcpy(shape, o->model + 6, n), sh = nib_synth_shape_find(shape);
+        if (!sh || !ft) {
+            fprintf(stderr, "nib: '%s': expected synth:SHAPE:TYPE with a shape and type of 'nib synth --list'\n",
+                    o->model);
+            return 1;
+        }
+        nib_pool *pool = nib_pool_new(o->n_threads, &err);
+        s->model = pool ? nib_synth_model(sh, ft, 1, pool, &err) : NULL;
+        nib_pool_free(pool);
+    } else {
+        s->model = nib_model_load(o->model, &err);
+    }
     if (!s->model) {
         fprintf(stderr, "nib: %s\n", err.msg);
         return 1;
@@ -179,13 +196,27 @@ int cli_session_open(cli_session *s, const cli_opts *o, bool with_ctx) {
         return 1;
     }
     if (with_ctx) {
-        nib_ctx_params cp = {o->n_ctx, o->n_batch, o->n_threads, o->kv_f32};
+        /* auto: the GPU when there is one and the model runs there, else the
+         * CPU, saying why; an explicit --device cuda that cannot run is an error */
+        bool want_cuda = !strcmp(o->device, "cuda"), auto_dev = !strcmp(o->device, "auto");
+        char why[256] = "";
+        if (auto_dev) want_cuda = nib_cuda_probe(why, sizeof why);
+        nib_ctx_params cp = {o->n_ctx, o->n_batch, o->n_threads, o->kv_f32,
+                             want_cuda ? NIB_DEVICE_CUDA : NIB_DEVICE_CPU};
         s->ctx = nib_ctx_new(s->model, &cp, &err);
+        if (!s->ctx && auto_dev && want_cuda) {
+            fprintf(stderr, "nib: not on the GPU: %s; running on the CPU\n", err.msg);
+            cp.device = NIB_DEVICE_CPU;
+            s->ctx = nib_ctx_new(s->model, &cp, &err);
+        }
         if (!s->ctx) {
             fprintf(stderr, "nib: %s\n", err.msg);
             cli_session_close(s);
             return 1;
         }
+        if (nib_ctx_device(s->ctx) == NIB_DEVICE_CUDA)
+            fprintf(stderr, "nib: running on the GPU (%.1f MiB of device memory)\n",
+                    (double)nib_ctx_device_bytes(s->ctx) / (1 << 20));
     }
     const nib_hparams *hp = &s->model->hp;
     fprintf(stderr, "nib: %s, %d layers, %d embd, %d heads (%d kv), vocab %d, %.1f MiB of weights; loaded in %.2f s\n",

@@ -75,8 +75,10 @@ void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int
         return;
     }
     r->stop = GEN_STOP_LIMIT;
+    const bool greedy = nib_sampler_is_greedy(smp);
     for (int64_t i = 0; i < o->n_predict; i++) {
-        int32_t id = nib_sampler_sample(smp, nib_ctx_logits(s->ctx));
+        /* greedy needs no logits on the host: the GPU step already picked */
+        int32_t id = greedy ? nib_ctx_argmax(s->ctx) : nib_sampler_sample(smp, nib_ctx_logits(s->ctx));
         nib_sampler_accept(smp, id);
         if (nib_tokenizer_is_eog(s->tok, id)) {
             r->stop = GEN_STOP_EOG;

@@ -19,6 +19,8 @@ static const command commands[] = {
     {"info", cmd_info, "build features: SIMD level, threads, CUDA"},
     {"inspect", cmd_inspect, "show a GGUF file's metadata and tensors; --types lists every format"},
     {"tokenize", cmd_tokenize, "the token ids (or pieces) a model's tokenizer gives for a text"},
+    {"verify", cmd_verify, "greedy decoding on the CPU and the GPU side by side: where they differ"},
+    {"synth", cmd_synth, "write a model of a real architecture's shapes with random weights (for speed tests)"},
 };
 
 static void usage(FILE *f) {

@@ -68,6 +68,11 @@ nib_status nib_cuda_copy_to_host(void *dst, const void *src, size_t bytes, nib_e
 nib_status nib_cuda_fill_f32(float *dst, float value, size_t n, nib_error *err);  /* e.g. NaN poison */
 nib_status nib_cuda_sync(nib_error *err);
 
+/* Device-to-device copy bandwidth in GB/s, counting bytes read plus written
+ * (a 1 GiB cudaMemcpy, median of 10 after a warm-up): the ceiling a decode
+ * step's weight reads are compared with. 0 on failure (err set). */
+double nib_cuda_copy_bandwidth_gbs(nib_error *err);
+
 /* ---- weights --------------------------------------------------------------------- */
 typedef struct nib_cuda_weight nib_cuda_weight;
 
@@ -98,6 +103,28 @@ size_t nib_cuda_gemv_scratch_bytes(const nib_cuda_weight *w);
  * Launch errors come back with the kernel, the format and the shape named. */
 nib_status nib_cuda_gemv(const nib_cuda_weight *w, const float *x, float *y, void *scratch, void *stream,
                          nib_error *err);
+
+/* ---- matmul over token rows (the forward step's entry points) -----------------
+ * Activations are quantized once per step and shared by every matmul that
+ * reads them (Q, K and V; gate and up): nib_cuda_act_quantize turns n_tok rows
+ * of n floats into the int8 blocks the dp4a kernels read. Each matmul takes
+ * both the float rows x (read by the F16/BF16 kernels) and the quantized act
+ * (read by the quantized ones). One token is a GEMV; more tokens (a prompt)
+ * go through the same kernels NT tokens per weight pass. */
+size_t nib_cuda_act_bytes(int64_t n, int n_tok);
+nib_status nib_cuda_act_quantize(const float *x, int64_t n, int n_tok, void *act, void *stream, nib_error *err);
+
+/* y[t] = W x[t] (add: y[t] += W x[t], the residual add fused) for t < n_tok. */
+nib_status nib_cuda_matmul(const nib_cuda_weight *w, const float *x, const void *act, int n_tok, float *y, bool add,
+                           void *stream, nib_error *err);
+
+typedef enum nib_cuda_glu { NIB_CUDA_GLU_SILU = 1, NIB_CUDA_GLU_GELU_TANH = 2 } nib_cuda_glu;
+/* h[t] = act(gate x[t]) * (up x[t]): one kernel when gate and up share a
+ * quantized format; otherwise two products and an elementwise pass, using
+ * tmp (n_tok, n_out) floats. */
+nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib_cuda_weight *up, const float *x,
+                               const void *act, int n_tok, nib_cuda_glu glu, float *h, float *tmp, void *stream,
+                               nib_error *err);
 
 /* For tests: the activation blocks a nib_cuda_gemv call left in scratch.
  * qs gets n_in int8 quants, ds n_in/32 pairs (d, s = d * sum(q)) as floats.

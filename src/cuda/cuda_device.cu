@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/cuda_dequant.h"
 #include "cuda/cuda_internal.h"
 
 static void say(char *reason, size_t n, const char *fmt, const char *a, int b, int c) {
@@ -126,6 +127,39 @@ extern "C" nib_status nib_cuda_sync(nib_error *err) {
     return CUDA_OK(cudaDeviceSynchronize(), "nib_cuda_sync", err) ? NIB_OK : err ? err->status : NIB_ERR_IO;
 }
 
+extern "C" double nib_cuda_copy_bandwidth_gbs(nib_error *err) {
+    const size_t bytes = (size_t)1 << 30;
+    void *a = NULL, *b = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    float ms[10];
+    double gbs = 0.0;
+    if (!CUDA_OK(cudaMalloc(&a, bytes), "copy bandwidth probe", err) ||
+        !CUDA_OK(cudaMalloc(&b, bytes), "copy bandwidth probe", err) ||
+        !CUDA_OK(cudaMemset(a, 1, bytes), "copy bandwidth probe", err) ||
+        !CUDA_OK(cudaEventCreate(&e0), "copy bandwidth probe", err) ||
+        !CUDA_OK(cudaEventCreate(&e1), "copy bandwidth probe", err))
+        goto done;
+    for (int i = -2; i < 10; i++) { /* two warm-ups */
+        if (!CUDA_OK(cudaEventRecord(e0), "copy bandwidth probe", err) ||
+            !CUDA_OK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice), "copy bandwidth probe", err) ||
+            !CUDA_OK(cudaEventRecord(e1), "copy bandwidth probe", err) ||
+            !CUDA_OK(cudaEventSynchronize(e1), "copy bandwidth probe", err))
+            goto done;
+        if (i >= 0) cudaEventElapsedTime(&ms[i], e0, e1);
+    }
+    for (int i = 1; i < 10; i++) /* insertion sort for the median */
+        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
+            float t = ms[j];
+            ms[j] = ms[j - 1], ms[j - 1] = t;
+        }
+    gbs = 2.0 * (double)bytes / (0.5 * (ms[4] + ms[5]) * 1e-3) / 1e9;
+done:
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaFree(a), cudaFree(b);
+    return gbs;
+}
+
 /* ---- weights ------------------------------------------------------------------ */
 
 #define WEIGHT_PAD 16 /* zero bytes after the last row: the kernels' word loads may read past a block */
@@ -133,15 +167,16 @@ extern "C" nib_status nib_cuda_sync(nib_error *err) {
 extern "C" nib_status nib_cuda_weight_upload(nib_type type, const void *host, int64_t n_in, int64_t n_out,
                                              nib_cuda_weight **out, nib_error *err) {
     *out = NULL;
-    if (!nib_cuda_has_gemv(type))
-        return nib_error_set(err, NIB_ERR_UNSUPPORTED, "CUDA: no GEMV kernel for %s", nib_type_name(type) ? nib_type_name(type) : "?");
+    if (!nib_cuda_has_gemv(type) && !nib_cuda_has_get_rows(type))
+        return nib_error_set(err, NIB_ERR_UNSUPPORTED, "CUDA: no kernel for %s", nib_type_name(type) ? nib_type_name(type) : "?");
     size_t row_bytes = 0;
     uint64_t bytes = 0;
     if (n_in <= 0 || n_out <= 0 || n_in > INT32_MAX || n_out > INT32_MAX || !nib_row_bytes(type, n_in, &row_bytes))
         return nib_error_set(err, NIB_ERR_ARG, "CUDA upload %s: bad shape n_in %lld, n_out %lld (n_in must be whole blocks)",
                              nib_type_name(type), (long long)n_in, (long long)n_out);
     /* the quantized kernels read x in blocks of 32 */
-    if (nib_cuda_gemv_path(type)[0] == 'd' && n_in % 32 != 0)
+    const char *path = nib_cuda_gemv_path(type);
+    if (path && path[0] == 'd' && n_in % 32 != 0)
         return nib_error_set(err, NIB_ERR_ARG, "CUDA upload %s: n_in %lld not a multiple of 32", nib_type_name(type),
                              (long long)n_in);
     if (!nib_mul_u64(row_bytes, (uint64_t)n_out, &bytes) || bytes > SIZE_MAX - WEIGHT_PAD)
@@ -157,7 +192,7 @@ extern "C" nib_status nib_cuda_weight_upload(nib_type type, const void *host, in
         cuda_ok(e, "cudaMalloc", "weight upload", err);
         return err ? err->status : NIB_ERR_IO;
     }
-    if (!cuda_gemv_plan(w, err) ||
+    if ((nib_cuda_has_gemv(type) && !cuda_gemv_plan(w, err)) ||
         !CUDA_OK(cudaMemcpy(w->dev, host, w->bytes, cudaMemcpyHostToDevice), "weight upload", err) ||
         !CUDA_OK(cudaMemset(w->dev + w->bytes, 0, WEIGHT_PAD), "weight upload padding", err)) {
         cudaFree(w->dev);

@@ -40,6 +40,11 @@ struct nib_cuda_weight {
     int grid;                /* thread blocks per GEMV launch, fixed at upload (gemv.cu) */
 };
 
+/* Activation scratch (nib_cuda_act_quantize): n_tok rows of n int8 quants,
+ * each row rounded up to 256 bytes so every row and block starts 16-byte
+ * aligned, then n_tok * n/32 float2 (d, s). */
+static inline size_t cuda_act_qs_stride(int64_t n) { return (size_t)CEIL_DIV(n, 256) * 256; }
+
 /* gemv.cu: can this device run the kernels of this build? (false + reason on
  * "no kernel image for this device" and the like) */
 bool cuda_gemv_image_ok(char *reason, size_t reason_size);

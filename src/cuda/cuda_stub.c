@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda.h"
+#include "cuda/cuda_ops.h"
 
 #define NOT_BUILT "CUDA not compiled into this build (no nvcc at build time, or NIB_CUDA=0)"
 
@@ -58,5 +59,95 @@ nib_status nib_cuda_gemv(const nib_cuda_weight *w, const float *x, float *y, voi
 nib_status nib_cuda_gemv_scratch_read(const nib_cuda_weight *w, const void *scratch, int8_t *qs, float *ds,
                                       nib_error *err) {
     (void)w, (void)scratch, (void)qs, (void)ds;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+size_t nib_cuda_act_bytes(int64_t n, int n_tok) { (void)n, (void)n_tok; return 0; }
+double nib_cuda_copy_bandwidth_gbs(nib_error *err) {
+    nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+    return 0.0;
+}
+nib_status nib_cuda_add_norm(const nib_cuda_norm_args *a, void *stream, nib_error *err) {
+    (void)a, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+nib_status nib_cuda_qkv_rope(const nib_cuda_qkv_args *a, void *stream, nib_error *err) {
+    (void)a, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+nib_status nib_cuda_softcap(float *x, int64_t n, float c, void *stream, nib_error *err) {
+    (void)x, (void)n, (void)c, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+nib_status nib_cuda_argmax(const float *x, int64_t n, int32_t *out, void *stream, nib_error *err) {
+    (void)x, (void)n, (void)out, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+void *nib_cuda_stream_new(nib_error *err) {
+    nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+    return NULL;
+}
+void nib_cuda_stream_free(void *stream) { (void)stream; }
+nib_status nib_cuda_stream_sync(void *stream, nib_error *err) {
+    (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+nib_status nib_cuda_copy_async(void *dst, const void *src, size_t bytes, void *stream, nib_error *err) {
+    (void)dst, (void)src, (void)bytes, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+void *nib_cuda_host_alloc(size_t bytes, nib_error *err) {
+    (void)bytes;
+    nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+    return NULL;
+}
+void nib_cuda_host_free(void *p) { (void)p; }
+nib_status nib_cuda_graph_begin(void *stream, nib_error *err) {
+    (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+nib_status nib_cuda_graph_end(void *stream, void **graph, nib_error *err) {
+    (void)stream;
+    if (graph) *graph = NULL;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+nib_status nib_cuda_graph_launch(void *graph, void *stream, nib_error *err) {
+    (void)graph, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+void nib_cuda_graph_free(void *graph) { (void)graph; }
+nib_status nib_cuda_act_quantize(const float *x, int64_t n, int n_tok, void *act, void *stream, nib_error *err) {
+    (void)x, (void)n, (void)n_tok, (void)act, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+nib_status nib_cuda_matmul(const nib_cuda_weight *w, const float *x, const void *act, int n_tok, float *y, bool add,
+                           void *stream, nib_error *err) {
+    (void)w, (void)x, (void)act, (void)n_tok, (void)y, (void)add, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib_cuda_weight *up, const float *x,
+                               const void *act, int n_tok, nib_cuda_glu glu, float *h, float *tmp, void *stream,
+                               nib_error *err) {
+    (void)gate, (void)up, (void)x, (void)act, (void)n_tok, (void)glu, (void)h, (void)tmp, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+
+/* cuda_dequant.h (dequant.cu) */
+#include "cuda/cuda_dequant.h"
+bool nib_cuda_has_get_rows(nib_type type) { (void)type; return false; }
+nib_status nib_cuda_get_rows(const nib_cuda_weight *w, const int32_t *ids, int n_tok, float scale, float *out,
+                             void *stream, nib_error *err) {
+    (void)w, (void)ids, (void)n_tok, (void)scale, (void)out, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+
+/* cuda_attention.h (attention.cu) */
+#include "cuda/cuda_attention.h"
+
+size_t nib_cuda_attention_scratch_bytes(int n_tok, int n_head, int hd_v, int max_len) {
+    (void)n_tok, (void)n_head, (void)hd_v, (void)max_len;
+    return 0;
+}
+nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, nib_error *err) {
+    (void)a, (void)stream;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }

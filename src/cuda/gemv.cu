@@ -12,19 +12,20 @@
 #include <stdio.h>
 
 #include "cuda/cuda_internal.h"
+#include "cuda/gemv_formats_extra.cuh"
 #include "cuda/gemv_kernels.cuh"
 
 /* What a launcher gets: the op entry has checked every field. */
-typedef struct gemv_args {
-    const nib_cuda_weight *w;
-    const float *x;     /* (n_in) device */
-    float *y;           /* (n_out) device */
-    int8_t *xq;         /* (n_in) scratch: activation quants, or NULL for float paths */
-    float2 *xds;        /* (n_in / 32) scratch: (d, s) per 32 */
+typedef struct mm_args {
+    const nib_cuda_weight *w, *w_up; /* w_up: the GLU's up matrix, else NULL */
+    const float *x;                  /* (n_tok, n_in) f32: the float path reads these */
+    act_q8 a;                        /* the same rows quantized: the dp4a path reads these */
+    float *y;                        /* (n_tok, n_out) */
+    int n_tok, add, glu;
     cudaStream_t stream;
-} gemv_args;
+} mm_args;
 
-typedef void (*gemv_launch_fn)(const gemv_args *a);
+typedef void (*mm_launch_fn)(const mm_args *a);
 
 /* Grid. Blocks loop over rows (grid stride), so a launch needs no more
  * blocks than the device holds at once: starting a block costs about as much
@@ -32,38 +33,81 @@ typedef void (*gemv_launch_fn)(const gemv_args *a);
  * empty blocks that one row per warp needs for 128k-152k vocabulary rows). */
 typedef cudaError_t (*occupancy_fn)(int *, int);
 
+/* Tokens per weight pass: one for decode; prompt chunks of NT_BATCH tokens
+ * share each weight load (blockIdx.y walks the chunks). */
+#define NT_BATCH 8
+
 template <class F, int R, int U>
 static cudaError_t occupancy_q8(int *blocks_per_sm, int threads) {
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, gemv_q8<F, GEMV_WARPS, R, U>, threads, 0);
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, gemv_q8<F, GEMV_WARPS, R, U, 1>, threads, 0);
 }
 template <bool BF16>
 static cudaError_t occupancy_f16(int *blocks_per_sm, int threads) {
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, gemv_f16<BF16, true>, threads, 0);
 }
 
+/* Decode (one token) runs the lab's R/U winners; prompt chunks run R = 1,
+ * U = 1, where NT_BATCH tokens already give each lane NT_BATCH independent
+ * dots per item (and the unrolled code stays small enough to compile fast). */
 template <class F, int R, int U>
-static void launch_q8(const gemv_args *a) {
-    const int n_in = (int)a->w->n_in, n_out = (int)a->w->n_out;
-    quantize_act_q8<<<CEIL_DIV(n_in, 256), 256, 0, a->stream>>>(a->x, a->xq, a->xds, n_in);
-    gemv_q8<F, GEMV_WARPS, R, U><<<a->w->grid, GEMV_WARPS * 32, 0, a->stream>>>(a->w->dev, a->w->row_bytes, a->xq,
-                                                                                      a->xds, a->y, n_in, n_out);
+static void launch_q8(const mm_args *a) {
+    const nib_cuda_weight *w = a->w;
+    const int n_in = (int)w->n_in, n_out = (int)w->n_out;
+    if (a->n_tok == 1)
+        gemv_q8<F, GEMV_WARPS, R, U, 1><<<w->grid, GEMV_WARPS * 32, 0, a->stream>>>(w->dev, w->row_bytes, a->a, a->y,
+                                                                                    n_out, n_in, n_out, a->add);
+    else
+        gemv_q8<F, GEMV_WARPS, 1, 1, NT_BATCH><<<dim3(CEIL_DIV(n_out, GEMV_WARPS), CEIL_DIV(a->n_tok, NT_BATCH)),
+                                                 GEMV_WARPS * 32, 0, a->stream>>>(w->dev, w->row_bytes, a->a, a->y,
+                                                                                  n_out, n_in, n_out, a->add);
+}
+
+template <class F, int R, int U>
+static void launch_q8_glu(const mm_args *a) {
+    const nib_cuda_weight *w = a->w;
+    const int n_in = (int)w->n_in, n_out = (int)w->n_out;
+    if (a->n_tok == 1)
+        gemv_q8_glu<F, GEMV_WARPS, R, U, 1><<<w->grid, GEMV_WARPS * 32, 0, a->stream>>>(
+            w->dev, a->w_up->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->glu);
+    else
+        gemv_q8_glu<F, GEMV_WARPS, 1, 1, NT_BATCH><<<dim3(CEIL_DIV(n_out, GEMV_WARPS), CEIL_DIV(a->n_tok, NT_BATCH)),
+                                                     GEMV_WARPS * 32, 0, a->stream>>>(
+            w->dev, a->w_up->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->glu);
 }
 
 template <bool BF16>
-static void launch_f16(const gemv_args *a) {
-    const int n_in = (int)a->w->n_in, n_out = (int)a->w->n_out;
-    const dim3 grid(a->w->grid), block(GEMV_WARPS * 32);
+static void launch_f16(const mm_args *a) {
+    const nib_cuda_weight *w = a->w;
+    const int n_in = (int)w->n_in, n_out = (int)w->n_out;
+    const dim3 grid(w->grid, a->n_tok), block(GEMV_WARPS * 32);
     if (n_in % 8 == 0)
-        gemv_f16<BF16, true><<<grid, block, 0, a->stream>>>(a->w->dev, a->w->row_bytes, a->x, a->y, n_in, n_out);
+        gemv_f16<BF16, true><<<grid, block, 0, a->stream>>>(w->dev, w->row_bytes, a->x, n_in, a->y, n_out, n_in, n_out,
+                                                           a->add);
     else
-        gemv_f16<BF16, false><<<grid, block, 0, a->stream>>>(a->w->dev, a->w->row_bytes, a->x, a->y, n_in, n_out);
+        gemv_f16<BF16, false><<<grid, block, 0, a->stream>>>(w->dev, w->row_bytes, a->x, n_in, a->y, n_out, n_in,
+                                                            n_out, a->add);
+}
+
+static cudaError_t occupancy_f32(int *bps, int threads) {
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(bps, gemv_f32<true>, threads, 0);
+}
+static void launch_f32(const mm_args *a) {
+    const nib_cuda_weight *w = a->w;
+    const int n_in = (int)w->n_in, n_out = (int)w->n_out;
+    const dim3 grid(w->grid, a->n_tok), block(GEMV_WARPS * 32);
+    if (n_in % 4 == 0)
+        gemv_f32<true><<<grid, block, 0, a->stream>>>(w->dev, w->row_bytes, a->x, n_in, a->y, n_out, n_in, n_out, a->add);
+    else
+        gemv_f32<false><<<grid, block, 0, a->stream>>>(w->dev, w->row_bytes, a->x, n_in, a->y, n_out, n_in, n_out,
+                                                       a->add);
 }
 
 typedef struct gemv_row {
     nib_type type;
     const char *kernel;     /* for error messages and inspect */
-    bool act_q8;            /* true: x quantized to int8 blocks per call (dp4a path); false: x read as f32 */
-    gemv_launch_fn launch;
+    bool act_q8;            /* true: x quantized to int8 blocks (dp4a path); false: x read as f32 */
+    mm_launch_fn launch;
+    mm_launch_fn launch_glu; /* gate and up of this format in one kernel, or NULL */
     occupancy_fn occupancy;
     int rows_per_block;
     bool persistent;        /* cap the grid at what the device holds at once */
@@ -72,19 +116,20 @@ typedef struct gemv_row {
 /* One row per format with a kernel. The dp4a path won for every quantized
  * format by construction (their levels are small integers, so the int8 dot is
  * exact and reads 4x fewer activation bytes than f32); see
- * bench/results/ for the measured rates. Formats missing here (IQ1_*, IQ2_*,
- * IQ3_*, TQ1_0, TQ2_0, F32, Q8_1, Q8_K) stay on the CPU. */
+ * bench/results/ for the measured rates. Q8_1 and Q8_K are activation
+ * formats (no weights come in them): they have no row. */
 /* A quantized row: format F, R rows per warp, U items in flight per lane, P
  * persistent grid. R/U/P per format are the lab's winners on the H200
  * (bench/results/2026-11-30-h200-gemv.md, sweeps "/w" and "/u"): R=2 with a
  * persistent grid pays for the K-quants whose items are large (their
  * per-item activation loads are shared by the two rows), R=1 for the rest. */
-#define ROW_Q8(T, NAME, F, R, U, P) \
-    {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U>, occupancy_q8<F, R, U>, GEMV_WARPS * (R), P}
+#define ROW_Q8(T, NAME, F, R, U, P)                                                                               \
+    {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U>, launch_q8_glu<F, R, U>, occupancy_q8<F, R, U>, \
+     GEMV_WARPS * (R), P}
 
 static const gemv_row gemv_rows[] = {
-    {NIB_TYPE_F16, "gemv_f16", false, launch_f16<false>, occupancy_f16<false>, GEMV_WARPS, true},
-    {NIB_TYPE_BF16, "gemv_bf16", false, launch_f16<true>, occupancy_f16<true>, GEMV_WARPS, true},
+    {NIB_TYPE_F16, "gemv_f16", false, launch_f16<false>, NULL, occupancy_f16<false>, GEMV_WARPS, true},
+    {NIB_TYPE_BF16, "gemv_bf16", false, launch_f16<true>, NULL, occupancy_f16<true>, GEMV_WARPS, true},
     ROW_Q8(Q4_0, "q4_0", fmt_q4_0, 1, 4, false),
     ROW_Q8(Q4_1, "q4_1", fmt_q4_1, 1, 4, false),
     ROW_Q8(Q5_0, "q5_0", fmt_q5_0, 1, 4, false),
@@ -98,6 +143,17 @@ static const gemv_row gemv_rows[] = {
     ROW_Q8(IQ4_NL, "iq4_nl", fmt_iq4_nl, 1, 4, false),
     ROW_Q8(IQ4_XS, "iq4_xs", fmt_iq4_xs, 1, 4, false),
     ROW_Q8(MXFP4, "mxfp4", fmt_mxfp4, 1, 4, false),
+    /* gemv_formats_extra.cuh: untuned (R = 1, U = 4 as the legacy formats) */
+    {NIB_TYPE_F32, "gemv_f32", false, launch_f32, NULL, occupancy_f32, GEMV_WARPS, true},
+    ROW_Q8(TQ1_0, "tq1_0", fmt_tq1_0, 1, 4, false),
+    ROW_Q8(TQ2_0, "tq2_0", fmt_tq2_0, 1, 4, false),
+    ROW_Q8(IQ2_XXS, "iq2_xxs", fmt_iq2_xxs, 1, 4, false),
+    ROW_Q8(IQ2_XS, "iq2_xs", fmt_iq2_xs, 1, 4, false),
+    ROW_Q8(IQ2_S, "iq2_s", fmt_iq2_s, 1, 4, false),
+    ROW_Q8(IQ3_XXS, "iq3_xxs", fmt_iq3_xxs, 1, 4, false),
+    ROW_Q8(IQ3_S, "iq3_s", fmt_iq3_s, 1, 4, false),
+    ROW_Q8(IQ1_S, "iq1_s", fmt_iq1_s, 1, 4, false),
+    ROW_Q8(IQ1_M, "iq1_m", fmt_iq1_m, 1, 4, false),
 };
 
 static const gemv_row *row_get(nib_type t) {
@@ -118,12 +174,24 @@ static bool is_dp4a(const nib_cuda_weight *w) {
     return r && r->act_q8;
 }
 
-/* Scratch layout: n_in int8 quants (rounded up to 256 bytes), then n_in/32 float2. */
-static size_t scratch_qs_bytes(int64_t n_in) { return (size_t)CEIL_DIV(n_in, 256) * 256; }
+static size_t qs_stride(int64_t n) { return cuda_act_qs_stride(n); }
+
+extern "C" size_t nib_cuda_act_bytes(int64_t n, int n_tok) {
+    return (qs_stride(n) + (size_t)(n / 32) * sizeof(float2)) * (size_t)(n_tok > 0 ? n_tok : 1);
+}
+
+static act_q8 act_view(const void *act, int64_t n, int n_tok) {
+    act_q8 a;
+    a.xq = (const int8_t *)act;
+    a.xds = (const float2 *)((const uint8_t *)act + qs_stride(n) * (size_t)n_tok);
+    a.qs_stride = (int)qs_stride(n);
+    a.n_tok = n_tok;
+    return a;
+}
 
 extern "C" size_t nib_cuda_gemv_scratch_bytes(const nib_cuda_weight *w) {
     if (!w || !is_dp4a(w)) return 0;
-    return scratch_qs_bytes(w->n_in) + (size_t)(w->n_in / 32) * sizeof(float2);
+    return nib_cuda_act_bytes(w->n_in, 1);
 }
 
 bool cuda_gemv_plan(nib_cuda_weight *w, nib_error *err) {
@@ -149,6 +217,85 @@ bool cuda_gemv_image_ok(char *reason, size_t n) {
     return false;
 }
 
+static nib_status launch_failed(const char *kernel, const nib_cuda_weight *w, int n_tok, nib_error *err) {
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) return NIB_OK;
+    char what[192];
+    snprintf(what, sizeof what, "launch of %s (%s, n_in %lld, n_out %lld, %d tokens)", kernel,
+             nib_type_name(w->type), (long long)w->n_in, (long long)w->n_out, n_tok);
+    cuda_ok(e, "cudaGetLastError()", what, err);
+    return err ? err->status : NIB_ERR_IO;
+}
+
+extern "C" nib_status nib_cuda_act_quantize(const float *x, int64_t n, int n_tok, void *act, void *stream,
+                                            nib_error *err) {
+    if (!x || !act || n <= 0 || n % 32 != 0 || n_tok < 1 || ((uintptr_t)act & 15) != 0)
+        return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_act_quantize: bad arguments (n %lld must be a positive "
+                             "multiple of 32, %d tokens, act 16-byte aligned)", (long long)n, n_tok);
+    act_q8 a = act_view(act, n, n_tok);
+    const int64_t total = n * n_tok;
+    quantize_act_q8<<<(unsigned)CEIL_DIV(total, 256), 256, 0, (cudaStream_t)stream>>>(
+        x, (int8_t *)a.xq, (float2 *)a.xds, (int)n, n_tok, a.qs_stride);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        char what[96];
+        snprintf(what, sizeof what, "launch of quantize_act_q8 (n %lld, %d tokens)", (long long)n, n_tok);
+        cuda_ok(e, "cudaGetLastError()", what, err);
+        return err ? err->status : NIB_ERR_IO;
+    }
+    return NIB_OK;
+}
+
+static nib_status check_mm(const gemv_row *r, const nib_cuda_weight *w, const float *x, const void *act, int n_tok,
+                           const float *y, nib_error *err) {
+    if (!r) return nib_error_set(err, NIB_ERR_UNSUPPORTED, "CUDA matmul: no kernel for %s", nib_type_name(w->type));
+    if (!y || n_tok < 1) return nib_error_set(err, NIB_ERR_ARG, "CUDA matmul %s: NULL output or %d tokens", r->kernel, n_tok);
+    if (r->act_q8 && (!act || ((uintptr_t)act & 15) != 0))
+        return nib_error_set(err, NIB_ERR_ARG, "CUDA matmul %s: quantized activations NULL or not 16-byte aligned",
+                             r->kernel);
+    if (!r->act_q8 && (!x || ((uintptr_t)x & 15) != 0))
+        return nib_error_set(err, NIB_ERR_ARG, "CUDA matmul %s: x NULL or not 16-byte aligned", r->kernel);
+    return NIB_OK;
+}
+
+extern "C" nib_status nib_cuda_matmul(const nib_cuda_weight *w, const float *x, const void *act, int n_tok, float *y,
+                                      bool add, void *stream, nib_error *err) {
+    if (!w) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul: NULL weight");
+    const gemv_row *r = row_get(w->type);
+    nib_status s = check_mm(r, w, x, act, n_tok, y, err);
+    if (s != NIB_OK) return s;
+    mm_args a = {w, NULL, x, act_view(act, w->n_in, n_tok), y, n_tok, add ? 1 : 0, GLU_NONE, (cudaStream_t)stream};
+    r->launch(&a);
+    return launch_failed(r->kernel, w, n_tok, err);
+}
+
+extern "C" nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib_cuda_weight *up, const float *x,
+                                          const void *act, int n_tok, nib_cuda_glu glu, float *h, float *tmp,
+                                          void *stream, nib_error *err) {
+    if (!gate || !up || (glu != NIB_CUDA_GLU_SILU && glu != NIB_CUDA_GLU_GELU_TANH))
+        return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul_glu: NULL weight or unknown activation");
+    if (gate->n_in != up->n_in || gate->n_out != up->n_out)
+        return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul_glu: gate (%lld x %lld) and up (%lld x %lld) differ",
+                             (long long)gate->n_in, (long long)gate->n_out, (long long)up->n_in, (long long)up->n_out);
+    const gemv_row *r = row_get(gate->type);
+    nib_status s = check_mm(r, gate, x, act, n_tok, h, err);
+    if (s != NIB_OK) return s;
+    const int act_kind = glu == NIB_CUDA_GLU_SILU ? GLU_SILU : GLU_GELU_TANH;
+    if (gate->type == up->type && r->launch_glu) {
+        mm_args a = {gate, up, x, act_view(act, gate->n_in, n_tok), h, n_tok, 0, act_kind, (cudaStream_t)stream};
+        r->launch_glu(&a);
+        return launch_failed(r->kernel, gate, n_tok, err);
+    }
+    /* two products and an elementwise pass: formats that differ, or float weights */
+    if (!tmp) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul_glu: these formats need the tmp buffer");
+    if ((s = nib_cuda_matmul(gate, x, act, n_tok, h, false, stream, err)) != NIB_OK ||
+        (s = nib_cuda_matmul(up, x, act, n_tok, tmp, false, stream, err)) != NIB_OK)
+        return s;
+    const int64_t n = gate->n_out * n_tok;
+    glu_rows<<<(unsigned)CEIL_DIV(n, 256), 256, 0, (cudaStream_t)stream>>>(h, tmp, h, n, act_kind);
+    return launch_failed("glu_rows", gate, n_tok, err);
+}
+
 extern "C" nib_status nib_cuda_gemv(const nib_cuda_weight *w, const float *x, float *y, void *scratch,
                                     void *stream, nib_error *err) {
     if (!w || !x || !y) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_gemv: NULL weight, x or y");
@@ -156,23 +303,11 @@ extern "C" nib_status nib_cuda_gemv(const nib_cuda_weight *w, const float *x, fl
     if (!r) return nib_error_set(err, NIB_ERR_UNSUPPORTED, "nib_cuda_gemv: no kernel for %s", nib_type_name(w->type));
     if (((uintptr_t)x & 15) != 0)
         return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_gemv %s: x is not 16-byte aligned", r->kernel);
-    gemv_args a = {w, x, y, NULL, NULL, (cudaStream_t)stream};
-    if (is_dp4a(w)) {
-        if (!scratch || ((uintptr_t)scratch & 15) != 0)
-            return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_gemv %s: scratch NULL or not 16-byte aligned", r->kernel);
-        a.xq = (int8_t *)scratch;
-        a.xds = (float2 *)((uint8_t *)scratch + scratch_qs_bytes(w->n_in));
+    if (r->act_q8) {
+        nib_status s = nib_cuda_act_quantize(x, w->n_in, 1, scratch, stream, err);
+        if (s != NIB_OK) return s;
     }
-    r->launch(&a);
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) {
-        char what[160];
-        snprintf(what, sizeof what, "launch of %s (%s, n_in %lld, n_out %lld)", r->kernel, nib_type_name(w->type),
-                 (long long)w->n_in, (long long)w->n_out);
-        cuda_ok(e, "cudaGetLastError()", what, err);
-        return err ? err->status : NIB_ERR_IO;
-    }
-    return NIB_OK;
+    return nib_cuda_matmul(w, x, scratch, 1, y, false, stream, err);
 }
 
 extern "C" nib_status nib_cuda_gemv_scratch_read(const nib_cuda_weight *w, const void *scratch, int8_t *qs,
@@ -181,7 +316,7 @@ extern "C" nib_status nib_cuda_gemv_scratch_read(const nib_cuda_weight *w, const
     const uint8_t *s = (const uint8_t *)scratch;
     if (!CUDA_OK(cudaMemcpy(qs, s, (size_t)w->n_in, cudaMemcpyDeviceToHost), "read activation quants", err))
         return err ? err->status : NIB_ERR_IO;
-    if (!CUDA_OK(cudaMemcpy(ds, s + scratch_qs_bytes(w->n_in), (size_t)(w->n_in / 32) * sizeof(float2),
+    if (!CUDA_OK(cudaMemcpy(ds, s + qs_stride(w->n_in), (size_t)(w->n_in / 32) * sizeof(float2),
                             cudaMemcpyDeviceToHost),
                  "read activation scales", err))
         return err ? err->status : NIB_ERR_IO;

@@ -478,12 +478,24 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
-/* x (n floats, n % 32 == 0) to int8 blocks of 32: one warp per block, d =
- * amax / 127, q = round(x / d) half away from zero (as quant/q_legacy.c's
- * quantize_q8), s = d * sum(q) in fp32. */
-__global__ void quantize_act_q8(const float *__restrict__ x, int8_t *__restrict__ qs, float2 *__restrict__ ds, int n) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;  /* n % 32 == 0: whole warps leave together */
+/* GLU activations of the gated feed-forward, as the CPU's ops.c computes them. */
+enum { GLU_NONE = 0, GLU_SILU = 1, GLU_GELU_TANH = 2 };
+
+__device__ __forceinline__ float glu_act(int act, float g) {
+    if (act == GLU_SILU) return g / (1.0f + expf(-g));
+    const float k = 0.7978845608028654f; /* sqrt(2/pi) */
+    return 0.5f * g * (1.0f + tanhf(k * (g + 0.044715f * g * g * g)));
+}
+
+/* x (n_tok rows of n floats, n % 32 == 0) to int8 blocks of 32: one warp per
+ * block, d = amax / 127, q = round(x / d) half away from zero (as
+ * quant/q_legacy.c's quantize_q8), s = d * sum(q) in fp32. Row t's quants
+ * start at qs + t * qs_stride, its (d, s) pairs at ds + t * (n / 32). */
+__global__ void quantize_act_q8(const float *__restrict__ x, int8_t *__restrict__ qs, float2 *__restrict__ ds, int n,
+                                int n_tok, int qs_stride) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)n * n_tok) return;  /* n % 32 == 0: whole warps leave together */
+    const int t = (int)(i / n), j = (int)(i % n);
     const float v = x[i];
     float amax = fabsf(v);
 #pragma unroll
@@ -494,56 +506,124 @@ __global__ void quantize_act_q8(const float *__restrict__ x, int8_t *__restrict_
     int sum = q;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
-    qs[i] = (int8_t)q;
+    qs[(int64_t)t * qs_stride + j] = (int8_t)q;
     if ((threadIdx.x & 31) == 0) ds[i / 32] = make_float2(d, d * (float)sum);
 }
 
-/* y[row] = dot(W[row], x) with int8 activations. Each warp takes R rows at a
- * time (the R dots of an item read the same activations, which the compiler
- * loads once: __ldg loads are pure), WARPS warps per block, and loops over
- * row groups with a grid stride, so the launcher may start fewer blocks than
- * row groups (a persistent grid: see gemv.cu for why). The item loop is
- * unrolled U times so that U items' loads are in flight together. */
-template <class F, int WARPS, int R, int U>
-__global__ void __launch_bounds__(WARPS * 32)
-gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, const int8_t *__restrict__ xq,
-        const float2 *__restrict__ xds, float *__restrict__ y, int n_in, int n_out) {
-    const int lane = threadIdx.x & 31;
-    constexpr int IPB = F::QK / F::CH;  /* items per block */
+/* Where a kernel's activations are: NT token rows of int8 quants and (d, s)
+ * pairs; a chunk shorter than NT repeats its last row (not stored). */
+struct act_q8 {
+    const int8_t *xq;
+    const float2 *xds;
+    int qs_stride;  /* bytes between token rows of xq */
+    int n_tok;
+};
+
+/* The R rows' dots against NT activation rows, one fp32 partial per lane.
+ * The item loop is unrolled U times so that U items' loads are in flight
+ * together; the NT dots of an item read the same weight words, which the
+ * compiler loads once (__ldg loads are pure), as the R rows share the
+ * activation loads. */
+template <class F, int R, int U, int NT>
+__device__ __forceinline__ void dot_rows(const uint8_t *const (&wr)[R], const act_q8 &a, int t0, int n_in, int lane,
+                                         float (&acc)[NT][R]) {
+    constexpr int IPB = F::QK / F::CH; /* items per block */
     const int n_items = n_in / F::CH;
-    for (int row0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R; row0 < n_out; row0 += gridDim.x * WARPS * R) {
-        const uint8_t *wr[R];
-        float acc[R];
+    const int8_t *xq[NT];
+    const float2 *xds[NT];
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            /* a row past the end repeats the last one; its result is not stored */
-            wr[r] = W + (size_t)min(row0 + r, n_out - 1) * row_bytes;
-            acc[r] = 0.0f;
-        }
+    for (int t = 0; t < NT; t++) {
+        const int tt = min(t0 + t, a.n_tok - 1);
+        xq[t] = a.xq + (size_t)tt * a.qs_stride;
+        xds[t] = a.xds + (size_t)tt * (n_in / 32);
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[t][r] = 0.0f;
+    }
 #pragma unroll U
-        for (int i = lane; i < n_items; i += 32) {
-            const int ib = i / IPB, sub = i % IPB;
+    for (int i = lane; i < n_items; i += 32) {
+        const int ib = i / IPB, sub = i % IPB;
+#pragma unroll
+        for (int t = 0; t < NT; t++)
 #pragma unroll
             for (int r = 0; r < R; r++)
-                acc[r] += F::dot(wr[r] + (size_t)ib * F::BYTES, sub, xq + (size_t)ib * F::QK,
-                                 xds + (size_t)ib * (F::QK / 32));
-        }
+                acc[t][r] += F::dot(wr[r] + (size_t)ib * F::BYTES, sub, xq[t] + (size_t)ib * F::QK,
+                                    xds[t] + (size_t)ib * (F::QK / 32));
+    }
+#pragma unroll
+    for (int t = 0; t < NT; t++)
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[t][r] = warp_sum(acc[t][r]);
+}
+
+/* y[t][row] = dot(W[row], x[t]) (+ y[t][row] when add: the residual add of an
+ * output projection, fused) with int8 activations. Each warp takes R rows at
+ * a time, WARPS warps per block, and loops over row groups with a grid
+ * stride, so the launcher may start fewer blocks than row groups (a
+ * persistent grid: see gemv.cu for why). blockIdx.y picks a chunk of NT
+ * tokens: the weights are read once per chunk. */
+template <class F, int WARPS, int R, int U, int NT>
+__global__ void __launch_bounds__(WARPS * 32)
+gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int y_stride, int n_in,
+        int n_out, int add) {
+    const int lane = threadIdx.x & 31, t0 = blockIdx.y * NT;
+    for (int row0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R; row0 < n_out; row0 += gridDim.x * WARPS * R) {
+        const uint8_t *wr[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) /* a row past the end repeats the last one; its result is not stored */
+            wr[r] = W + (size_t)min(row0 + r, n_out - 1) * row_bytes;
+        float acc[NT][R];
+        dot_rows<F, R, U, NT>(wr, a, t0, n_in, lane, acc);
+#pragma unroll
+        for (int t = 0; t < NT; t++)
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                if (lane == t && t0 + t < a.n_tok && row0 + r < n_out) {
+                    float *p = y + (size_t)(t0 + t) * y_stride + row0 + r;
+                    *p = add ? *p + acc[t][r] : acc[t][r];
+                }
+    }
+}
+
+/* The gated feed-forward's first half in one pass: h[t][row] =
+ * act(gate[row] . x[t]) * (up[row] . x[t]). A warp takes R rows of each
+ * matrix (2R dots sharing the activation loads); both matrices have format F
+ * and the same row bytes. */
+template <class F, int WARPS, int R, int U, int NT>
+__global__ void __launch_bounds__(WARPS * 32)
+gemv_q8_glu(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t row_bytes, act_q8 a,
+            float *__restrict__ h, int h_stride, int n_in, int n_out, int act) {
+    const int lane = threadIdx.x & 31, t0 = blockIdx.y * NT;
+    for (int row0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R; row0 < n_out; row0 += gridDim.x * WARPS * R) {
+        const uint8_t *wr[2 * R];
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            const float v = warp_sum(acc[r]);
-            if (lane == 0 && row0 + r < n_out) y[row0 + r] = v;
+            const size_t off = (size_t)min(row0 + r, n_out - 1) * row_bytes;
+            wr[r] = Wg + off;
+            wr[R + r] = Wu + off;
         }
+        float acc[NT][2 * R];
+        dot_rows<F, 2 * R, U, NT>(wr, a, t0, n_in, lane, acc);
+#pragma unroll
+        for (int t = 0; t < NT; t++)
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                if (lane == t && t0 + t < a.n_tok && row0 + r < n_out)
+                    h[(size_t)(t0 + t) * h_stride + row0 + r] = glu_act(act, acc[t][r]) * acc[t][R + r];
     }
 }
 
 /* F16 / BF16 weights against float x: each lane reads 8 weights (16 bytes)
  * and 8 floats per step, fp32 FMA. VEC needs n_in % 8 == 0 (rows 16-byte
- * aligned); otherwise one element per lane per step. */
+ * aligned); otherwise one element per lane per step. blockIdx.y is the token
+ * (prefill re-reads the weights per token, from L2 when they fit: the float
+ * path serves F16/BF16 files, not the quantized ones prefill is tuned for). */
 template <bool BF16, bool VEC>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
-gemv_f16(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restrict__ x, float *__restrict__ y,
-         int n_in, int n_out) {
+gemv_f16(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restrict__ x, int x_stride,
+         float *__restrict__ y, int y_stride, int n_in, int n_out, int add) {
     const int lane = threadIdx.x & 31;
+    x += (size_t)blockIdx.y * x_stride;
+    y += (size_t)blockIdx.y * y_stride;
     for (int row = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5); row < n_out; row += gridDim.x * GEMV_WARPS) {
         const uint16_t *wr = (const uint16_t *)(W + (size_t)row * row_bytes);
         float acc = 0.0f;
@@ -570,8 +650,16 @@ gemv_f16(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restric
             }
         }
         acc = warp_sum(acc);
-        if (lane == 0) y[row] = acc;
+        if (lane == 0) y[row] = add ? y[row] + acc : acc;
     }
+}
+
+/* h = act(g) * u elementwise, for a feed-forward whose gate and up matrices
+ * cannot share the fused kernel (different formats, or float weights):
+ * g and u are n_tok rows of n, h may alias g. */
+__global__ void glu_rows(const float *g, const float *u, float *h, int64_t n, int act) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) h[i] = glu_act(act, g[i]) * u[i];
 }
 
 #endif

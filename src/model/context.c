@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "model/context_cuda.h"
 #include "ops/ops.h"
 
 struct nib_ctx {
@@ -36,6 +37,9 @@ struct nib_ctx {
     float *logits;            /* (n_vocab) last position */
     void *mm_scratch;         /* activation quantization for the matmuls */
     int n_threads;
+    nib_gpu *gpu;             /* the CUDA step, when the context runs there; the CPU buffers stay unallocated */
+    bool logits_stale;        /* the GPU has logits the host copy lacks */
+    bool decoded;
 };
 
 /* ---- setup --------------------------------------------------------------------- */
@@ -83,6 +87,15 @@ nib_ctx *nib_ctx_new(const nib_model *m, const nib_ctx_params *p, nib_error *err
     c->pool = nib_pool_new(p->n_threads, err);
     if (!c->pool) goto fail;
     c->n_threads = nib_pool_size(c->pool);
+    if (p->device == NIB_DEVICE_CUDA) {
+        /* the cache and every buffer live on the GPU; the host keeps the logits */
+        if (!(c->gpu = nib_gpu_new(m, c->n_ctx, c->n_batch, err))) goto fail;
+        if (!(c->logits = malloc((size_t)hp->n_vocab * 4))) {
+            nib_error_set(err, NIB_ERR_NOMEM, "out of host memory for the logits");
+            goto fail;
+        }
+        return c;
+    }
 
     uint64_t total = 0, B = (uint64_t)c->n_batch;
     uint64_t kv_pos = (uint64_t)hp->n_layer * (uint64_t)c->n_ctx;
@@ -121,6 +134,7 @@ fail:
 
 void nib_ctx_free(nib_ctx *c) {
     if (!c) return;
+    nib_gpu_free(c->gpu);
     nib_pool_free(c->pool);
     free(c->k_cache), free(c->v_cache), free(c->x), free(c->xn), free(c->o), free(c->q), free(c->k), free(c->v);
     free(c->att), free(c->gate), free(c->up), free(c->scores), free(c->rope_cs), free(c->logits), free(c->mm_scratch);
@@ -136,7 +150,29 @@ void nib_ctx_truncate(nib_ctx *c, int32_t pos) {
 uint64_t nib_ctx_kv_bytes(const nib_ctx *c) {
     return (uint64_t)c->m->hp.n_layer * (uint64_t)c->n_ctx * (uint64_t)(c->kv_k_row + c->kv_v_row) * c->kv_elem;
 }
-const float *nib_ctx_logits(const nib_ctx *c) { return c->logits; }
+nib_device nib_ctx_device(const nib_ctx *c) { return c->gpu ? NIB_DEVICE_CUDA : NIB_DEVICE_CPU; }
+uint64_t nib_ctx_device_bytes(const nib_ctx *c) { return c->gpu ? nib_gpu_device_bytes(c->gpu) : 0; }
+
+const float *nib_ctx_logits(nib_ctx *c) {
+    if (c->gpu && c->logits_stale) {
+        nib_error err;
+        /* a failed copy leaves NaN, which the caller's finiteness check reports */
+        if (nib_gpu_logits(c->gpu, c->logits, &err) != NIB_OK)
+            for (int32_t i = 0; i < c->m->hp.n_vocab; i++) c->logits[i] = NAN;
+        c->logits_stale = false;
+    }
+    return c->logits;
+}
+
+int32_t nib_ctx_argmax(nib_ctx *c) {
+    if (!c->decoded) return -1;
+    if (c->gpu) return nib_gpu_argmax(c->gpu);
+    /* the first maximum, NaN never wins: what the GPU's argmax and the sampler's greedy pick give */
+    int32_t best = -1;
+    for (int32_t i = 0; i < c->m->hp.n_vocab; i++)
+        if (!isnan(c->logits[i]) && (best < 0 || c->logits[i] > c->logits[best])) best = i;
+    return best < 0 ? 0 : best;
+}
 
 /* ---- pieces of the step ---------------------------------------------------------- */
 
@@ -312,8 +348,20 @@ nib_status nib_ctx_decode(nib_ctx *c, const int32_t *tokens, int64_t n, float *a
                              (long long)n, c->n_ctx, c->pos);
     for (int64_t i = 0; i < n; i += c->n_batch) {
         int64_t b = n - i < c->n_batch ? n - i : c->n_batch;
-        nib_status s = forward_batch(c, tokens + i, b, all_logits ? all_logits + i * c->m->hp.n_vocab : NULL, err);
+        float *lg = all_logits ? all_logits + i * c->m->hp.n_vocab : NULL;
+        nib_status s;
+        if (c->gpu) {
+            for (int64_t t = 0; t < b; t++)
+                if (tokens[i + t] < 0 || tokens[i + t] >= c->m->hp.n_vocab)
+                    return nib_error_set(err, NIB_ERR_ARG, "token id %d is outside the vocabulary of %d",
+                                         tokens[i + t], c->m->hp.n_vocab);
+            s = nib_gpu_decode(c->gpu, tokens + i, b, c->pos, lg, err);
+            if (s == NIB_OK) c->pos += (int32_t)b, c->logits_stale = true;
+        } else {
+            s = forward_batch(c, tokens + i, b, lg, err);
+        }
         if (s) return s;
+        c->decoded = true;
     }
     return NIB_OK;
 }

@@ -6,11 +6,17 @@
 #include "cpu/cpu.h"
 #include "model/model.h"
 
+typedef enum nib_device {
+    NIB_DEVICE_CPU = 0,
+    NIB_DEVICE_CUDA,   /* the whole step on the first CUDA GPU (context_cuda.c) */
+} nib_device;
+
 typedef struct nib_ctx_params {
     int32_t n_ctx;     /* KV cache positions; 0 = min(model's training context, 4096) */
     int32_t n_batch;   /* most tokens one forward step takes (prompt chunks); 0 = 256 */
     int n_threads;     /* <= 0: one per CPU */
-    bool kv_f32;       /* KV cache in fp32 instead of fp16 */
+    bool kv_f32;       /* KV cache in fp32 instead of fp16 (CPU only) */
+    nib_device device;
 } nib_ctx_params;
 
 typedef struct nib_ctx nib_ctx;
@@ -29,6 +35,11 @@ uint64_t nib_ctx_kv_bytes(const nib_ctx *c);
  * position's logits. The last position's logits are always kept. A batch that
  * would pass the end of the context is an error naming both numbers. */
 nib_status nib_ctx_decode(nib_ctx *c, const int32_t *tokens, int64_t n, float *all_logits, nib_error *err);
-const float *nib_ctx_logits(const nib_ctx *c);   /* (n_vocab) of the last token decoded */
+const float *nib_ctx_logits(nib_ctx *c);   /* (n_vocab) of the last token decoded (copied from the GPU on demand) */
+/* The greedy pick of the last token decoded (first maximum of its logits):
+ * on the GPU computed there, with no logits copy. -1 before any decode. */
+int32_t nib_ctx_argmax(nib_ctx *c);
+nib_device nib_ctx_device(const nib_ctx *c);
+uint64_t nib_ctx_device_bytes(const nib_ctx *c);  /* GPU memory in use; 0 on the CPU */
 
 #endif

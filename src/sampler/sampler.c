@@ -128,6 +128,8 @@ static int32_t keep_top_k(cand *c, int32_t n, int32_t k) {
     return k;
 }
 
+bool nib_sampler_is_greedy(const nib_sampler *s) { return s->p.temp <= 0.0f && s->p.repeat_penalty == 1.0f; }
+
 int32_t nib_sampler_sample(nib_sampler *s, const float *logits) {
     const nib_sampler_params *p = &s->p;
     int32_t n = s->n_vocab;

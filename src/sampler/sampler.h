@@ -3,6 +3,7 @@
 #ifndef NIB_SAMPLER_H
 #define NIB_SAMPLER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "nib.h"
@@ -27,6 +28,9 @@ nib_sampler *nib_sampler_new(const nib_sampler_params *p, int32_t n_vocab, nib_e
 void nib_sampler_free(nib_sampler *s);
 /* Pick a token from logits (n_vocab). Does not modify logits. */
 int32_t nib_sampler_sample(nib_sampler *s, const float *logits);
+/* Greedy with no penalty: the pick is the logits' first maximum, which a
+ * backend can compute where the logits are (nib_ctx_argmax). */
+bool nib_sampler_is_greedy(const nib_sampler *s);
 /* Record a token (prompt or generated) for the repetition penalty. */
 void nib_sampler_accept(nib_sampler *s, int32_t token);
 

@@ -31,7 +31,7 @@ class _Error(ctypes.Structure):
 
 class _CtxParams(ctypes.Structure):
     _fields_ = [("n_ctx", ctypes.c_int32), ("n_batch", ctypes.c_int32), ("n_threads", ctypes.c_int),
-                ("kv_f32", ctypes.c_bool)]
+                ("kv_f32", ctypes.c_bool), ("device", ctypes.c_int)]
 
 
 # nib_model begins {nib_gguf *gguf; nib_hparams hp {char arch_name[32]; int32_t n_vocab; ...}}
@@ -131,8 +131,8 @@ class Model:
     def detokenize(self, ids):
         return b"".join(self.piece(i) for i in ids).decode("utf-8", errors="replace")
 
-    def context(self, n_ctx=2048, n_batch=512, n_threads=2, kv_f32=False):
-        return Context(self, n_ctx, n_batch, n_threads, kv_f32)
+    def context(self, n_ctx=2048, n_batch=512, n_threads=2, kv_f32=False, device=0):
+        return Context(self, n_ctx, n_batch, n_threads, kv_f32, device)
 
     def close(self):
         if self.tok:
@@ -150,11 +150,11 @@ class Model:
 
 
 class Context:
-    def __init__(self, model, n_ctx, n_batch, n_threads, kv_f32):
+    def __init__(self, model, n_ctx, n_batch, n_threads, kv_f32, device=0):
         self.model = model
         self.lib = model.nib.lib
         self.n_vocab = model.n_vocab
-        p = _CtxParams(n_ctx, n_batch, n_threads, kv_f32)
+        p = _CtxParams(n_ctx, n_batch, n_threads, kv_f32, device)
         err = _Error()
         self.ptr = self.lib.nib_ctx_new(model.ptr, ctypes.byref(p), ctypes.byref(err))
         if not self.ptr:

@@ -27,7 +27,7 @@
  *    its block; 1/d is rounded once, so up to (1 + 2^-13) d_j/2), hence
  *        |gpu - sum_j w_j x_j| <= (1 + 1e-4) sum_j |w_j| d_j / 2 + the bound above.
  *    The NMSE against the float x is printed too (~3e-5 on normal data).
- *  - error paths: no kernel (IQ2_XXS), n_in not whole blocks, and an upload
+ *  - error paths: no kernel (Q8_K, an activation format), n_in not whole blocks, and an upload
  *    far larger than the device, which must say bytes needed and free.
  *
  * Without a usable GPU (no driver, no device, or a build without CUDA) the
@@ -83,6 +83,21 @@ static void random_rows(nib_type t, void *dst, int64_t n_in, int64_t n_out) {
         for (int64_t i = 0; i < n_in * n_out; i++) {
             float v = (float)rng_normal();
             h[i] = t == NIB_TYPE_F16 ? nib_f32_to_fp16(v) : nib_f32_to_bf16(v);
+        }
+        return;
+    }
+    if (t == NIB_TYPE_F32) {
+        float *f = dst;
+        for (int64_t i = 0; i < n_in * n_out; i++) f[i] = (float)rng_normal();
+        return;
+    }
+    if (t == NIB_TYPE_IQ1_M) { /* the fp16 d is the top nibbles of the four u16 words of scales[] at 48 */
+        for (int64_t i = 0; i < n_blocks; i++) {
+            const uint16_t h = rand_scale();
+            for (int k = 0; k < 4; k++) {
+                uint8_t *hi = p + (size_t)i * bb + 48 + 2 * k + 1;
+                *hi = (uint8_t)((*hi & 0x0F) | ((h >> (4 * k)) & 0xF) << 4);
+            }
         }
         return;
     }
@@ -220,7 +235,7 @@ static void test_errors(void) {
     nib_error err = {0};
     nib_cuda_weight *w = NULL;
     uint8_t blk[1024] = {0};
-    CHECK(nib_cuda_weight_upload(NIB_TYPE_IQ2_XXS, blk, 256, 1, &w, &err) == NIB_ERR_UNSUPPORTED && !w,
+    CHECK(nib_cuda_weight_upload(NIB_TYPE_Q8_K, blk, 256, 1, &w, &err) == NIB_ERR_UNSUPPORTED && !w,
           "no-kernel type accepted");
     CHECK(nib_cuda_weight_upload(NIB_TYPE_Q4_0, blk, 48, 1, &w, &err) == NIB_ERR_ARG && !w, "n_in 48 accepted");
     /* ~1.1 TB of Q8_0: more than any device; must fail before touching the host pointer */

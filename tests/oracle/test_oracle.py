@@ -359,6 +359,43 @@ def test_real_models(lib, models_dir):
                f"{n_tensors} tensors, {n_rows} rows" if not bad else "; ".join(bad[:3]))
 
 
+def test_synth_files(lib, nib, tmp):
+    """`nib synth` files through gguf-py: every tensor dequantizes (gguf-py's numpy
+    code) to finite values, bit-identical to nib's; matrices have std near
+    1/sqrt(n_in); the vocabulary has one token per embedding row."""
+    for shape in ("tiny-llama", "tiny-qwen2"):
+        for ftype in ("F16", "Q8_0", "Q4_0", "Q4_K_M"):
+            path = os.path.join(tmp, f"synth-{shape}-{ftype}.gguf")
+            p = subprocess.run([nib, "synth", "--shape", shape, "--type", ftype, "-o", path],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                report(False, f"nib synth {shape} {ftype}", p.stderr.strip())
+                continue
+            r = gguf.GGUFReader(path)
+            n_tokens = len(r.fields["tokenizer.ggml.tokens"].data)
+            bad = []
+            for t in r.tensors:
+                qtype = Q(int(t.tensor_type))
+                ne0 = int(t.shape[0])
+                raw = np.asarray(t.data)
+                x = raw.astype(np.float32) if qtype in (Q.F32, Q.F16) else \
+                    quants.dequantize(raw, qtype).astype(np.float32)
+                x = x.reshape(-1, ne0)
+                if not np.isfinite(x).all():
+                    bad.append(f"{t.name}: not finite")
+                elif len(t.shape) == 2 and not 0.75 < x.std() * np.sqrt(ne0) < 1.33:
+                    bad.append(f"{t.name}: std {x.std():.4g} for n_in {ne0}")
+                elif qtype not in (Q.F32, Q.F16):
+                    rows = np.ascontiguousarray(raw.reshape(x.shape[0], -1)[:16])
+                    msg = first_mismatch(nib_dequantize(lib, qtype, rows, ne0), x[:16])
+                    if msg:
+                        bad.append(f"{t.name}: nib vs gguf-py: {msg}")
+                if t.name == "token_embd.weight" and x.shape[0] != n_tokens:
+                    bad.append(f"{n_tokens} tokens for {x.shape[0]} embedding rows")
+            report(not bad, f"nib synth {shape} {ftype}: gguf-py dequantizes every tensor, finite, std ok",
+                   "; ".join(bad[:3]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lib", required=True)
@@ -389,6 +426,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_gguf_from_gguf_py(args.nib, rng, tmp)
         test_gguf_to_gguf_py(lib, rng, tmp)
+        test_synth_files(lib, args.nib, tmp)
 
     lines = ["| type | blocks dequantized, bit-identical | blocks quantized, byte-identical |", "|---|---|---|"]
     for name, c in COUNTS.items():

@@ -1,0 +1,156 @@
+/* nib verify MODEL [-p PROMPT] [-n N]: the GPU step against the CPU step.
+ *
+ * Both contexts take the same prompt (the GPU in prompt-sized batches, so its
+ * prompt path is checked too), then decode greedily for N steps. Each step
+ * feeds the CPU's pick to both, so after a divergence the two keep seeing the
+ * same tokens and every step's logits stay comparable. Per step: the two
+ * picks and the largest |logit difference|. A divergence counts as a
+ * near-tie when the CPU's own margin between the two picks is within that
+ * step's largest logit difference (numeric noise can flip it); any other
+ * divergence fails the run (exit 1). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/common.h"
+
+/* Long enough (a few hundred tokens) that the GPU's batched prompt path runs
+ * several attention splits' worth of keys. */
+static const char default_prompt[] =
+    "The history of the printing press begins in the fifteenth century, when Johannes Gutenberg, a goldsmith "
+    "from Mainz, combined several existing technologies into a system for producing books in quantity. Movable "
+    "type had been known in East Asia for centuries, and screw presses were used across Europe to make wine and "
+    "olive oil, but Gutenberg's contribution was a practical way to cast uniform metal letters, an oil-based ink "
+    "that adhered to them, and a press that could apply even pressure across a whole page. Within fifty years, "
+    "printing shops had spread to more than two hundred cities, and millions of volumes were in circulation. The "
+    "consequences were enormous. Scholars could compare identical copies of a text, errors could be corrected in "
+    "later editions, and ideas travelled faster than any scribe could copy them. Religious reformers used "
+    "pamphlets to reach ordinary readers, scientists published their observations and argued about them in print, "
+    "and governments began to worry about what could be said and who could say it. Literacy rose slowly at first, "
+    "then quickly, as cheap books and newspapers created new reasons to read. Historians still debate how much of "
+    "the modern world can be traced to this single invention, but few doubt that it changed how knowledge was "
+    "stored, shared and challenged. In the centuries that followed, steam power, rotary presses and eventually "
+    "digital typesetting made printing faster and cheaper again, and each step raised the same questions about "
+    "authority, accuracy and access that the first printers faced. Summarise the main effects of the printing "
+    "press in three sentences:";
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: nib verify MODEL.gguf [-p PROMPT | -f FILE] [-n STEPS] [options]\n\n"
+               "Greedy decoding on the CPU and on the GPU side by side: the first divergence, the logit gap\n"
+               "there, and the largest logit difference per step. Exit 0 when the tokens match or differ\n"
+               "only at near-ties, 1 otherwise.\n\noptions:\n");
+    cli_print_flags(f, CLI_F_PROMPT | CLI_F_SAMPLING | CLI_F_CONTEXT);
+}
+
+static int32_t argmax_of(const float *x, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+static double max_abs_diff(const float *a, const float *b, int32_t n, double *max_abs) {
+    double d = 0.0, m = 0.0;
+    for (int32_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - (double)b[i]);
+        if (!(e <= d)) d = e; /* NaN propagates */
+        if (fabs((double)a[i]) > m) m = fabs((double)a[i]);
+    }
+    if (max_abs) *max_abs = m;
+    return d;
+}
+
+int cmd_verify(int argc, char **argv) {
+    cli_opts o;
+    cli_opts_init(&o);
+    o.n_predict = 64;
+    int rc = cli_parse(&o, argc, argv, CLI_F_PROMPT | CLI_F_SAMPLING | CLI_F_CONTEXT, usage);
+    if (rc) return rc == 1 ? 0 : 2;
+    char *prompt = (o.prompt || o.prompt_file) ? cli_read_prompt(&o) : strdup(default_prompt);
+    if (!prompt) return 1;
+    cli_session s;
+    if (cli_session_open(&s, &o, false)) {
+        free(prompt);
+        return 1;
+    }
+    nib_error err;
+    nib_ctx *cpu = NULL, *gpu = NULL;
+    int32_t *ids = NULL;
+    int64_t n_ids = 0;
+    float *lc = NULL, *lg = NULL;
+    rc = 1;
+    const int32_t V = s.model->hp.n_vocab;
+    nib_ctx_params cp = {o.n_ctx, o.n_batch, o.n_threads, false, NIB_DEVICE_CPU};
+    if (!(cpu = nib_ctx_new(s.model, &cp, &err))) {
+        fprintf(stderr, "nib verify: CPU context: %s\n", err.msg);
+        goto done;
+    }
+    cp.device = NIB_DEVICE_CUDA;
+    if (!(gpu = nib_ctx_new(s.model, &cp, &err))) {
+        fprintf(stderr, "nib verify: GPU context: %s\n", err.msg);
+        goto done;
+    }
+    if (nib_tokenize(s.tok, prompt, strlen(prompt), true, true, &ids, &n_ids, &err) != NIB_OK) {
+        fprintf(stderr, "nib verify: %s\n", err.msg);
+        goto done;
+    }
+    if (n_ids < 1 || n_ids + o.n_predict > nib_ctx_n_ctx(cpu)) {
+        fprintf(stderr, "nib verify: %lld prompt tokens + %d steps do not fit the context of %d (use -c)\n",
+                (long long)n_ids, o.n_predict, nib_ctx_n_ctx(cpu));
+        goto done;
+    }
+    if (!(lc = malloc((size_t)V * 4)) || !(lg = malloc((size_t)V * 4))) {
+        fprintf(stderr, "nib verify: out of memory\n");
+        goto done;
+    }
+    printf("nib verify: %s: prompt %lld tokens, %d greedy steps, CPU (%d threads) vs CUDA\n", o.model,
+           (long long)n_ids, o.n_predict, nib_ctx_n_threads(cpu));
+    if (nib_ctx_decode(cpu, ids, n_ids, NULL, &err) || nib_ctx_decode(gpu, ids, n_ids, NULL, &err)) {
+        fprintf(stderr, "nib verify: prompt: %s\n", err.msg);
+        goto done;
+    }
+    int same = 0, ties = 0, real = 0, first = -1;
+    double worst = 0.0, sum = 0.0;
+    printf("%5s %8s %8s %10s %10s  %s\n", "step", "cpu", "gpu", "max|diff|", "max|logit|", "note");
+    for (int step = 0; step <= o.n_predict; step++) {
+        memcpy(lc, nib_ctx_logits(cpu), (size_t)V * 4);
+        memcpy(lg, nib_ctx_logits(gpu), (size_t)V * 4);
+        double mabs = 0.0, d = max_abs_diff(lc, lg, V, &mabs);
+        int32_t tc = argmax_of(lc, V), tg = nib_ctx_argmax(gpu), tg_host = argmax_of(lg, V);
+        if (!(d <= worst)) worst = d;
+        sum += d;
+        char note[160] = "";
+        if (tg != tg_host) snprintf(note, sizeof note, "GPU argmax %d disagrees with its own logits' %d", tg, tg_host), real++;
+        else if (tc == tg) same++;
+        else {
+            double gap = (double)lc[tc] - (double)lc[tg];
+            bool tie = gap <= d;
+            tie ? ties++ : real++;
+            if (first < 0) first = step;
+            snprintf(note, sizeof note, "differ: CPU margin %.5f %s max|diff| %.5f: %s", gap, tie ? "<=" : ">", d,
+                     tie ? "near-tie" : "REAL DIVERGENCE");
+        }
+        printf("%5d %8d %8d %10.5f %10.3f  %s%s\n", step, tc, tg, d, mabs, step == 0 ? "(after the prompt) " : "", note);
+        if (step == o.n_predict || nib_tokenizer_is_eog(s.tok, tc)) {
+            if (step < o.n_predict) printf("(end of generation token)\n");
+            printf("greedy picks identical at %d of %d steps; near-ties %d; real divergences %d; first divergence %s%d\n",
+                   same, step + 1, ties, real, first < 0 ? "none" : "step ", first < 0 ? 0 : first);
+            printf("max |logit diff| %.5f, mean over steps %.5f\n", worst, sum / (step + 1));
+            break;
+        }
+        if (nib_ctx_decode(cpu, &tc, 1, NULL, &err) || nib_ctx_decode(gpu, &tc, 1, NULL, &err)) {
+            fprintf(stderr, "nib verify: step %d: %s\n", step, err.msg);
+            goto done;
+        }
+    }
+    rc = real ? 1 : 0;
+    printf("verdict: %s\n", rc ? "FAIL" : "PASS");
+done:
+    free(lc), free(lg), free(ids), free(prompt);
+    nib_ctx_free(cpu);
+    nib_ctx_free(gpu);
+    cli_session_close(&s);
+    return rc;
+}

@@ -1,0 +1,86 @@
+/* The CUDA backend's small ops of the forward step, and the stream/graph
+ * plumbing the step runs on. Plain C, like cuda.h; cuda_stub.c answers them
+ * in a build without nvcc.
+ *
+ * Every op takes device pointers and a stream, neither allocates nor
+ * synchronises, and reads the position from device memory where it needs
+ * one, so a captured decode step replays at the next position unchanged.
+ * Each mirrors the CPU reference in src/ops/ (named per op) in its
+ * arithmetic, so CPU and GPU differ by summation order only. */
+#ifndef NIB_CUDA_OPS_H
+#define NIB_CUDA_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nib.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- residual add + RMSNorm + activation quantization (one kernel) -------------
+ * For each of n_tok rows of n:
+ *   if o:  x += post_w ? rmsnorm(o) * post_w : o     (the sub-block's residual add)
+ *   xn = rmsnorm(x) * norm_w; act = xn quantized for the next matmuls
+ * rmsnorm as ops.c's nib_rmsnorm: sum of squares in double, then
+ * y = x * (float)(1 / sqrt(ss / n + eps)) * w. act: NULL, or the layout of
+ * nib_cuda_act_quantize (n % 32 == 0). */
+typedef struct nib_cuda_norm_args {
+    float *x;             /* (n_tok, n) residual stream, updated when o is set */
+    const float *o;       /* (n_tok, n) sub-block output to add first, or NULL */
+    const float *post_w;  /* (n) or NULL: RMSNorm o before adding (Gemma's sandwich norms) */
+    const float *norm_w;  /* (n) */
+    float *xn;            /* (n_tok, n) */
+    void *act;            /* nib_cuda_act_bytes(n, n_tok) bytes, or NULL */
+    int n_tok, n;
+    float eps;
+} nib_cuda_norm_args;
+nib_status nib_cuda_add_norm(const nib_cuda_norm_args *a, void *stream, nib_error *err);
+
+/* ---- after the Q/K/V projections (one kernel) --------------------------------------
+ * Per token t (position p = *pos + t) and head: add the bias, RMSNorm per head
+ * (QK-norm) when a weight is given, rotate the first n_rot dimensions (as
+ * ops.c's nib_rope_table in double, then nib_rope_apply_table), and store K and
+ * V as f16 into the cache row p. q is rotated in place (f32). */
+typedef struct nib_cuda_qkv_args {
+    float *q;                        /* (n_tok, n_head, hd_k) */
+    const float *k, *v;              /* (n_tok, n_head_kv, hd_k), (n_tok, n_head_kv, hd_v) */
+    const float *bq, *bk, *bv;       /* biases or NULL */
+    const float *q_norm, *k_norm;    /* (hd_k) or NULL */
+    float eps;
+    uint16_t *k_cache, *v_cache;     /* this layer's (n_ctx, n_head_kv, hd) f16 */
+    const int32_t *pos;              /* device: position of token 0 */
+    int n_tok, n_head, n_head_kv, hd_k, hd_v, n_rot;
+    bool neox;                       /* pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
+    float rope_base, rope_scale;     /* positions are divided by rope_scale */
+    const float *rope_freqs;         /* (n_rot/2) divisors of the frequencies, or NULL */
+} nib_cuda_qkv_args;
+nib_status nib_cuda_qkv_rope(const nib_cuda_qkv_args *a, void *stream, nib_error *err);
+
+/* ---- the end of the step --------------------------------------------------------- */
+/* x = c * tanh(x / c) over n floats (final logit softcap). */
+nib_status nib_cuda_softcap(float *x, int64_t n, float c, void *stream, nib_error *err);
+/* *out = the index of the largest of n floats (lowest index on ties, NaN never wins). */
+nib_status nib_cuda_argmax(const float *x, int64_t n, int32_t *out, void *stream, nib_error *err);
+
+/* ---- streams, graphs, pinned memory ---------------------------------------------- */
+void *nib_cuda_stream_new(nib_error *err);
+void nib_cuda_stream_free(void *stream);
+nib_status nib_cuda_stream_sync(void *stream, nib_error *err);
+nib_status nib_cuda_copy_async(void *dst, const void *src, size_t bytes, void *stream, nib_error *err);
+void *nib_cuda_host_alloc(size_t bytes, nib_error *err);  /* pinned: copies from it can be captured */
+void nib_cuda_host_free(void *p);
+/* Capture everything issued on stream between begin and end into a graph
+ * (instantiated, ready to launch). */
+nib_status nib_cuda_graph_begin(void *stream, nib_error *err);
+nib_status nib_cuda_graph_end(void *stream, void **graph, nib_error *err);
+nib_status nib_cuda_graph_launch(void *graph, void *stream, nib_error *err);
+void nib_cuda_graph_free(void *graph);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

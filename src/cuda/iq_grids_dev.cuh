@@ -1,0 +1,65 @@
+/* The IQ codebooks on the device: copies of quant/iq_grids.h's tables, made
+ * by the compiler, for the IQ1/IQ2/IQ3 kernels (dequant.cu, and the GEMV
+ * dots of gemv_formats_extra.cuh).
+ *
+ * One source of truth: the tables are not written out a second time. A
+ * constexpr function copies each host table element by element into a struct
+ * at compile time, and that struct initialises a __device__ variable, so the
+ * numbers land in the cubin's global data (nvcc rejects a __device__
+ * variable that would need run-time initialisation; this one does not).
+ *
+ * Where they live, and why global memory rather than __constant__: together
+ * they are 33 KB (IQ1_S's 2048 x 8 is 16 KB, IQ2_S's 1024 x 8 is 8 KB), half of
+ * the 64 KB constant bank, and every lane of a warp looks up a different,
+ * data-dependent point. The constant cache serves one address per cycle and
+ * serialises the rest (up to 32 replays per lookup), while an L1-cached
+ * global load (__ldg) serves a warp's 32 scattered 8-byte points in a few
+ * wavefronts; after the first blocks of a row the tables stay resident in L1
+ * (ggml-cuda keeps its grids in global memory for the same reason).
+ *
+ * Each point is 8 bytes (IQ1/IQ2) or 4 bytes (IQ3) and the structs are
+ * 8-byte aligned, so a point is one uint2 (or uint32) load: two int8x4 words
+ * ready for dp4a.
+ *
+ * Each .cu file that includes this gets its own copy (static: the build links
+ * no relocatable device code); 33 KB per file of device data.
+ */
+#ifndef NIB_CUDA_IQ_GRIDS_DEV_CUH
+#define NIB_CUDA_IQ_GRIDS_DEV_CUH
+
+#include <stdint.h>
+
+#include "quant/iq_grids.h"
+
+template <class T, int N, int M>
+struct alignas(8) iq_grid_dev {
+    T v[N][M];
+};
+
+/* Compile-time copy of a host table (its elements are constant expressions). */
+template <class T, int N, int M>
+constexpr iq_grid_dev<T, N, M> iq_grid_copy(const T (&g)[N][M]) {
+    iq_grid_dev<T, N, M> d{};
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < M; j++) d.v[i][j] = g[i][j];
+    return d;
+}
+
+static __device__ const iq_grid_dev<uint8_t, 256, 8> iq2xxs_grid_dev = iq_grid_copy(iq2xxs_grid);
+static __device__ const iq_grid_dev<uint8_t, 512, 8> iq2xs_grid_dev = iq_grid_copy(iq2xs_grid);
+static __device__ const iq_grid_dev<uint8_t, 1024, 8> iq2s_grid_dev = iq_grid_copy(iq2s_grid);
+static __device__ const iq_grid_dev<uint8_t, 256, 4> iq3xxs_grid_dev = iq_grid_copy(iq3xxs_grid);
+static __device__ const iq_grid_dev<uint8_t, 512, 4> iq3s_grid_dev = iq_grid_copy(iq3s_grid);
+static __device__ const iq_grid_dev<int8_t, 2048, 8> iq1s_grid_dev = iq_grid_copy(iq1s_grid);
+
+/* A point as words: 8 values as two int8x4 words (IQ1/IQ2), 4 as one (IQ3). */
+template <class T, int N>
+__device__ __forceinline__ uint2 iq_point8(const iq_grid_dev<T, N, 8> &g, unsigned i) {
+    return __ldg((const uint2 *)g.v[i]);
+}
+template <int N>
+__device__ __forceinline__ uint32_t iq_point4(const iq_grid_dev<uint8_t, N, 4> &g, unsigned i) {
+    return __ldg((const uint32_t *)g.v[i]);
+}
+
+#endif

@@ -1,0 +1,213 @@
+/* The forward step's small ops: residual add + RMSNorm + activation
+ * quantization, the Q/K/V epilogue (bias, QK-norm, RoPE, KV-cache store), the
+ * logit softcap and the greedy argmax. See cuda_ops.h for what each computes.
+ *
+ * Rounding. Each op mirrors its CPU reference step by step, including where
+ * the CPU rounds an intermediate to float: products and sums that the CPU
+ * rounds separately use __fmul_rn/__fadd_rn here, so nvcc cannot contract
+ * them into one FMA (the CPU build runs with -ffp-contract=off). Sums of
+ * squares are in double as in ops.c; only their order differs. */
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "cuda/cuda_internal.h"
+#include "cuda/cuda_ops.h"
+
+#define NORM_THREADS 256
+
+static nib_status launch_check(const char *what, nib_error *err) {
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) return NIB_OK;
+    cuda_ok(e, "cudaGetLastError()", what, err);
+    return err ? err->status : NIB_ERR_IO;
+}
+
+/* Sum of a double over the block (blockDim.x a multiple of 32, <= 1024). */
+__device__ double block_sum_d(double v) {
+    __shared__ double part[32];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    __syncthreads();  /* part[] may still be read by a previous call */
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    double s = 0.0;
+    const int nw = blockDim.x >> 5;
+    for (int i = 0; i < nw; i++) s += part[i];
+    return s;
+}
+
+/* 1 / sqrt(mean square + eps), as nib_rmsnorm computes it */
+__device__ float rms_inv(const float *x, int n, float eps) {
+    double ss = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)x[i] * (double)x[i];
+    ss = block_sum_d(ss);
+    return (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+}
+
+/* One block per token row. x is read and written by the same thread per
+ * element, so the residual add needs no barrier before the norm's sum (which
+ * has its own). */
+__global__ void add_norm_kernel(nib_cuda_norm_args a, int qs_stride) {
+    const int t = blockIdx.x, n = a.n;
+    float *x = a.x + (size_t)t * n;
+    if (a.o) {
+        const float *o = a.o + (size_t)t * n;
+        if (a.post_w) {
+            const float inv = rms_inv(o, n, a.eps);
+            for (int i = threadIdx.x; i < n; i += blockDim.x)
+                x[i] = __fadd_rn(x[i], __fmul_rn(__fmul_rn(o[i], inv), a.post_w[i]));
+        } else {
+            for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] = __fadd_rn(x[i], o[i]);
+        }
+    }
+    const float inv = rms_inv(x, n, a.eps);
+    float *xn = a.xn + (size_t)t * n;
+    int8_t *qs = a.act ? (int8_t *)a.act + (size_t)t * qs_stride : NULL;
+    float2 *ds = a.act ? (float2 *)((uint8_t *)a.act + (size_t)qs_stride * a.n_tok) + (size_t)t * (n / 32) : NULL;
+    /* a warp covers 32 consecutive elements per pass: one quantization block
+     * (n % 32 == 0 when act is set, so no lane falls off mid-block) */
+    for (int base = 0; base < n; base += blockDim.x) {
+        const int i = base + threadIdx.x;
+        if (i >= n) break;
+        const float v = __fmul_rn(__fmul_rn(x[i], inv), a.norm_w[i]);
+        xn[i] = v;
+        if (!qs) continue;
+        /* as quantize_act_q8 in gemv_kernels.cuh, so both give the same blocks */
+        float amax = fabsf(v);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        const int q = (int)roundf(v * id);
+        int sum = q;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
+        qs[i] = (int8_t)q;
+        if ((threadIdx.x & 31) == 0) ds[i / 32] = make_float2(d, d * (float)sum);
+    }
+}
+
+extern "C" nib_status nib_cuda_add_norm(const nib_cuda_norm_args *a, void *stream, nib_error *err) {
+    if (!a || !a->x || !a->norm_w || !a->xn || a->n_tok < 1 || a->n < 1 || (a->act && a->n % 32 != 0))
+        return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_add_norm: bad arguments (n %d, %d tokens)", a ? a->n : 0,
+                             a ? a->n_tok : 0);
+    add_norm_kernel<<<a->n_tok, NORM_THREADS, 0, (cudaStream_t)stream>>>(*a, (int)cuda_act_qs_stride(a->n));
+    char what[96];
+    snprintf(what, sizeof what, "launch of add_norm (n %d, %d tokens)", a->n, a->n_tok);
+    return launch_check(what, err);
+}
+
+/* ---- Q/K/V epilogue ------------------------------------------------------------------
+ * Block (t, head) with heads laid out as n_head query heads, then n_head_kv
+ * key heads, then n_head_kv value heads; the head vector sits in shared
+ * memory while it is normed and rotated. */
+#define QKV_THREADS 128
+#define QKV_MAX_HD 1024
+
+__global__ void qkv_rope_kernel(nib_cuda_qkv_args a) {
+    __shared__ float vec[QKV_MAX_HD];
+    const int t = blockIdx.x, h = blockIdx.y;
+    const int p = *a.pos + t;
+    const bool is_q = h < a.n_head, is_k = !is_q && h < a.n_head + a.n_head_kv, is_v = !is_q && !is_k;
+    const int hd = is_v ? a.hd_v : a.hd_k;
+    const int kvh = is_q ? 0 : (is_k ? h - a.n_head : h - a.n_head - a.n_head_kv);
+    const float *src;
+    const float *bias;
+    if (is_q) src = a.q + ((size_t)t * a.n_head + h) * hd, bias = a.bq ? a.bq + (size_t)h * hd : NULL;
+    else if (is_k) src = a.k + ((size_t)t * a.n_head_kv + kvh) * hd, bias = a.bk ? a.bk + (size_t)kvh * hd : NULL;
+    else src = a.v + ((size_t)t * a.n_head_kv + kvh) * hd, bias = a.bv ? a.bv + (size_t)kvh * hd : NULL;
+    for (int i = threadIdx.x; i < hd; i += blockDim.x) vec[i] = bias ? __fadd_rn(src[i], bias[i]) : src[i];
+    __syncthreads();
+    if (!is_v) {
+        const float *nw = is_q ? a.q_norm : a.k_norm;
+        if (nw) {
+            const float inv = rms_inv(vec, hd, a.eps); /* its barriers order the reads before the writes */
+            for (int i = threadIdx.x; i < hd; i += blockDim.x) vec[i] = __fmul_rn(__fmul_rn(vec[i], inv), nw[i]);
+            __syncthreads();
+        }
+        const int half = a.n_rot / 2;
+        for (int i = threadIdx.x; i < half; i += blockDim.x) {
+            /* nib_rope_table: base^(-2i/n_rot) and the angle in double */
+            double inv_freq = pow((double)a.rope_base, -2.0 * i / (double)a.n_rot);
+            if (a.rope_freqs) inv_freq /= (double)a.rope_freqs[i];
+            const double theta = (double)p / (double)a.rope_scale * inv_freq;
+            const float c = (float)cos(theta), s = (float)sin(theta);
+            const int ia = a.neox ? i : 2 * i, ib = a.neox ? i + half : 2 * i + 1;
+            const float x0 = vec[ia], x1 = vec[ib];
+            vec[ia] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+            vec[ib] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+        }
+        __syncthreads();
+    }
+    if (is_q) {
+        float *dst = a.q + ((size_t)t * a.n_head + h) * hd;
+        for (int i = threadIdx.x; i < hd; i += blockDim.x) dst[i] = vec[i];
+    } else {
+        uint16_t *cache = is_k ? a.k_cache : a.v_cache;
+        __half *dst = (__half *)cache + ((size_t)p * a.n_head_kv + kvh) * hd;
+        for (int i = threadIdx.x; i < hd; i += blockDim.x) dst[i] = __float2half_rn(vec[i]);
+    }
+}
+
+extern "C" nib_status nib_cuda_qkv_rope(const nib_cuda_qkv_args *a, void *stream, nib_error *err) {
+    if (!a || !a->q || !a->k || !a->v || !a->k_cache || !a->v_cache || !a->pos || a->n_tok < 1 || a->n_head < 1 ||
+        a->n_head_kv < 1 || a->hd_k < 1 || a->hd_v < 1 || a->hd_k > QKV_MAX_HD || a->hd_v > QKV_MAX_HD ||
+        a->n_rot < 0 || a->n_rot > a->hd_k || a->n_rot % 2 != 0)
+        return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_qkv_rope: bad arguments (heads %d/%d, head dims %d/%d, "
+                             "n_rot %d, %d tokens)", a ? a->n_head : 0, a ? a->n_head_kv : 0, a ? a->hd_k : 0,
+                             a ? a->hd_v : 0, a ? a->n_rot : 0, a ? a->n_tok : 0);
+    const dim3 grid(a->n_tok, a->n_head + 2 * a->n_head_kv);
+    qkv_rope_kernel<<<grid, QKV_THREADS, 0, (cudaStream_t)stream>>>(*a);
+    char what[96];
+    snprintf(what, sizeof what, "launch of qkv_rope (%d+2x%d heads, %d tokens)", a->n_head, a->n_head_kv, a->n_tok);
+    return launch_check(what, err);
+}
+
+/* ---- logits ------------------------------------------------------------------------- */
+__global__ void softcap_kernel(float *x, int64_t n, float c) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = c * tanhf(x[i] / c); /* as head() in context.c */
+}
+
+extern "C" nib_status nib_cuda_softcap(float *x, int64_t n, float c, void *stream, nib_error *err) {
+    if (!x || n < 1 || !(c > 0.0f)) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_softcap: bad arguments");
+    softcap_kernel<<<(unsigned)CEIL_DIV(n, 256), 256, 0, (cudaStream_t)stream>>>(x, n, c);
+    return launch_check("launch of softcap", err);
+}
+
+/* One block: each thread scans a strided slice, then a tree picks the
+ * largest value, the lowest index among equals (as the CPU sampler's greedy
+ * pick: the first maximum). A vocabulary of 150k floats is 0.6 MB: one SM
+ * streams it in a few microseconds, under the LM head before it. */
+#define ARGMAX_THREADS 1024
+__global__ void __launch_bounds__(ARGMAX_THREADS) argmax_kernel(const float *x, int64_t n, int32_t *out) {
+    __shared__ float bv[ARGMAX_THREADS / 32];
+    __shared__ int64_t bi[ARGMAX_THREADS / 32];
+    float v = -INFINITY;
+    int64_t idx = -1;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        const float xi = x[i];
+        if (xi > v || (idx < 0 && xi == xi)) v = xi, idx = i; /* NaN never wins */
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xFFFFFFFFu, v, o);
+        const int64_t oi = __shfl_xor_sync(0xFFFFFFFFu, idx, o);
+        if (oi >= 0 && (idx < 0 || ov > v || (ov == v && oi < idx))) v = ov, idx = oi;
+    }
+    if ((threadIdx.x & 31) == 0) bv[threadIdx.x >> 5] = v, bi[threadIdx.x >> 5] = idx;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < ARGMAX_THREADS / 32; w++)
+            if (bi[w] >= 0 && (idx < 0 || bv[w] > v || (bv[w] == v && bi[w] < idx))) v = bv[w], idx = bi[w];
+        *out = (int32_t)(idx < 0 ? 0 : idx);
+    }
+}
+
+extern "C" nib_status nib_cuda_argmax(const float *x, int64_t n, int32_t *out, void *stream, nib_error *err) {
+    if (!x || !out || n < 1) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_argmax: bad arguments");
+    argmax_kernel<<<1, ARGMAX_THREADS, 0, (cudaStream_t)stream>>>(x, n, out);
+    return launch_check("launch of argmax", err);
+}

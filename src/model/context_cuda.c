@@ -1,0 +1,427 @@
+/* The forward step on the GPU, mirroring context.c's CPU step op for op.
+ *
+ * One step for n tokens (a prompt chunk, or one token in decode):
+ *   embedding rows (dequantized on the device from the token ids in device memory)
+ *   per layer:
+ *     [residual add +] RMSNorm + quantize        one kernel (nib_cuda_add_norm)
+ *     Q, K, V projections                        three matmuls sharing the quantized activation
+ *     bias, QK-norm, RoPE, KV-cache store (f16)  one kernel (nib_cuda_qkv_rope)
+ *     attention                                  split-K flash decoding (nib_cuda_attention)
+ *     output projection                          residual add fused (y += W x) unless a post-norm follows
+ *     residual add + RMSNorm + quantize          one kernel
+ *     gate and up with the GLU epilogue          one kernel
+ *     down projection                            residual add fused unless a post-norm follows
+ *   final RMSNorm (last row), LM head, softcap, argmax on the device.
+ *
+ * Decode (one token) is captured once per context bucket (the attention's
+ * split grid depends on the bound max_len) and replayed: the token id and
+ * position reach the device by a captured copy from pinned memory, the
+ * argmax leaves by another, and the host waits once per token to read it.
+ * Nothing on that path allocates. */
+#include "model/context_cuda.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "cuda/cuda.h"
+#include "cuda/cuda_attention.h"
+#include "cuda/cuda_dequant.h"
+#include "cuda/cuda_ops.h"
+
+typedef struct gpu_layer {
+    nib_cuda_weight *wq, *wk, *wv, *wo, *gate, *up, *down;
+    float *attn_norm, *ffn_norm;       /* (n_embd) */
+    float *post_attn_norm, *post_ffn_norm;  /* (n_embd) or NULL */
+    float *q_norm, *k_norm;            /* (hd_k) or NULL */
+    float *bq, *bk, *bv;               /* or NULL */
+} gpu_layer;
+
+/* decode graphs: bucket b covers positions < 256 << b */
+#define GPU_BUCKET_MIN 256
+#define GPU_MAX_BUCKETS 24
+
+/* pinned/device io block: [0] position of the step's first token, [1] the
+ * greedy id out, [2..] the step's tokens */
+#define IO_POS 0
+#define IO_OUT 1
+#define IO_TOK 2
+
+struct nib_gpu {
+    const nib_model *m;
+    int32_t n_ctx, n_batch;
+    void *stream;
+    gpu_layer *layers;               /* (n_layer) */
+    nib_cuda_weight *tok_embd, *output;  /* output == tok_embd when tied */
+    float *output_norm, *rope_freqs;
+    uint16_t *k_cache, *v_cache;     /* (n_layer, n_ctx, n_head_kv * hd) f16 */
+    float *x, *xn, *o;               /* (n_batch, n_embd) */
+    float *q, *k, *v, *att;          /* (n_batch, heads * hd) */
+    float *h, *tmp;                  /* (n_batch, n_ff) */
+    float *logits;                   /* (n_vocab) */
+    void *act;                       /* quantized activations, the widest of the step */
+    void *attn_scratch;
+    int32_t *io_dev, *io_host;       /* (2 + n_batch) */
+    void *graphs[GPU_MAX_BUCKETS];
+    int n_graphs;
+    uint64_t dev_bytes;
+    bool have_out;
+};
+
+/* ---- setup ------------------------------------------------------------------------ */
+
+static void *dev_alloc(nib_gpu *g, uint64_t bytes, nib_error *err) {
+    if (bytes > SIZE_MAX) {
+        nib_error_set(err, NIB_ERR_NOMEM, "GPU buffer of %llu bytes is too large", (unsigned long long)bytes);
+        return NULL;
+    }
+    void *p = nib_cuda_alloc((size_t)(bytes ? bytes : 16), err);
+    if (p) g->dev_bytes += bytes;
+    return p;
+}
+
+static const char *wname(const nib_weight *w, char *buf, size_t n) {
+    snprintf(buf, n, "%.*s", w->name ? w->name_len : 1, w->name ? w->name : "?");
+    return buf;
+}
+
+static nib_status upload_matrix(nib_gpu *g, const nib_weight *w, nib_cuda_weight **out, nib_error *err) {
+    char nm[96];
+    nib_status s = nib_cuda_weight_upload(w->type, w->data, w->ne[0], w->ne[1], out, err);
+    if (s != NIB_OK) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return nib_error_set(err, s, "uploading '%s' (%s, %lld x %lld) to the GPU: %s", wname(w, nm, sizeof nm),
+                             nib_type_name(w->type), (long long)w->ne[0], (long long)w->ne[1], msg);
+    }
+    g->dev_bytes += nib_cuda_weight_bytes(*out);
+    return NIB_OK;
+}
+
+/* A 1-D F32 tensor (norm weight, bias) to the device; absent -> NULL. */
+static nib_status upload_vec(nib_gpu *g, const nib_weight *w, float **out, nib_error *err) {
+    *out = NULL;
+    if (!w->data) return NIB_OK;
+    char nm[96];
+    if (w->type != NIB_TYPE_F32)
+        return nib_error_set(err, NIB_ERR_UNSUPPORTED, "'%s' is %s; the GPU path takes norm weights and biases as F32",
+                             wname(w, nm, sizeof nm), nib_type_name(w->type));
+    size_t bytes = (size_t)w->ne[0] * 4;
+    if (!(*out = dev_alloc(g, bytes, err))) return err->status;
+    return nib_cuda_copy_to_device(*out, w->data, bytes, err);
+}
+
+/* Every matrix must have a CUDA kernel: list the ones that do not. */
+static nib_status check_coverage(const nib_model *m, nib_error *err) {
+    char list[512] = "";
+    size_t used = 0;
+    int missing = 0;
+    const nib_weight *mats[7];
+    for (int il = -1; il < m->hp.n_layer; il++) {
+        int n = 0;
+        if (il < 0) mats[n++] = &m->tok_embd, mats[n++] = &m->output;
+        else {
+            const nib_layer *l = &m->layers[il];
+            mats[n++] = &l->wq, mats[n++] = &l->wk, mats[n++] = &l->wv, mats[n++] = &l->wo;
+            mats[n++] = &l->gate, mats[n++] = &l->up, mats[n++] = &l->down;
+        }
+        for (int i = 0; i < n; i++) {
+            const nib_weight *w = mats[i];
+            bool ok = nib_cuda_has_gemv(w->type) && (w != &m->tok_embd || nib_cuda_has_get_rows(w->type));
+            if (ok) continue;
+            if (missing++ < 6 && used < sizeof list - 80)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s'%.*s' (%s)", used ? ", " : "",
+                                         w->name ? w->name_len : 1, w->name ? w->name : "?", nib_type_name(w->type));
+        }
+    }
+    if (!missing) return NIB_OK;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED,
+                         "%d tensor(s) have a format with no CUDA kernel: %s%s; run with --device cpu", missing, list,
+                         missing > 6 ? ", ..." : "");
+}
+
+/* Bytes the model's weights take on the device, to refuse early and clearly. */
+static uint64_t matrix_bytes(const nib_weight *w) {
+    size_t row = 0;
+    return nib_row_bytes(w->type, w->ne[0], &row) ? (uint64_t)row * (uint64_t)w->ne[1] : 0;
+}
+
+static uint64_t weight_bytes(const nib_model *m) {
+    uint64_t b = matrix_bytes(&m->tok_embd);
+    if (m->output.data != m->tok_embd.data) b += matrix_bytes(&m->output);
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const nib_layer *l = &m->layers[il];
+        const nib_weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) b += matrix_bytes(ws[i]);
+    }
+    return b;
+}
+
+nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_error *err) {
+    const nib_hparams *hp = &m->hp;
+    char why[256];
+    if (!nib_cuda_probe(why, sizeof why)) {
+        nib_error_set(err, NIB_ERR_UNSUPPORTED, "no usable CUDA device: %s", why);
+        return NULL;
+    }
+    if (check_coverage(m, err) != NIB_OK) return NULL;
+    nib_gpu *g = calloc(1, sizeof *g);
+    if (!g) {
+        nib_error_set(err, NIB_ERR_NOMEM, "out of host memory");
+        return NULL;
+    }
+    g->m = m;
+    g->n_ctx = n_ctx;
+    g->n_batch = n_batch;
+    const int64_t E = hp->n_embd, F = hp->n_ff, QD = (int64_t)hp->n_head * hp->head_dim_k;
+    const int64_t AD = (int64_t)hp->n_head * hp->head_dim_v;
+    const int64_t KR = (int64_t)hp->n_head_kv * hp->head_dim_k, VR = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    const uint64_t B = (uint64_t)n_batch, kv_rows = (uint64_t)hp->n_layer * (uint64_t)n_ctx;
+    size_t act = nib_cuda_act_bytes(E, n_batch);
+    if (nib_cuda_act_bytes(F, n_batch) > act) act = nib_cuda_act_bytes(F, n_batch);
+    if (nib_cuda_act_bytes(AD, n_batch) > act) act = nib_cuda_act_bytes(AD, n_batch);
+    size_t attn = nib_cuda_attention_scratch_bytes(n_batch, hp->n_head, hp->head_dim_v, n_ctx);
+    size_t attn1 = nib_cuda_attention_scratch_bytes(1, hp->n_head, hp->head_dim_v, n_ctx);
+    if (attn1 > attn) attn = attn1;
+    uint64_t buf = kv_rows * (uint64_t)(KR + VR) * 2 + B * 4 * (uint64_t)(3 * E + QD + KR + VR + AD + 2 * F) +
+                   (uint64_t)hp->n_vocab * 4 + act + attn;
+    uint64_t need = weight_bytes(m) + buf;
+    nib_cuda_device_info info;
+    if (nib_cuda_device_get(0, &info, why, sizeof why) && need > info.free_bytes) {
+        nib_error_set(err, NIB_ERR_NOMEM,
+                      "the model does not fit on %s: it needs %.2f GiB (weights %.2f GiB, cache and buffers for %d "
+                      "positions %.2f GiB) and %.2f GiB are free; use a smaller context (-c) or --device cpu",
+                      info.name, need / 1073741824.0, weight_bytes(m) / 1073741824.0, n_ctx, buf / 1073741824.0,
+                      info.free_bytes / 1073741824.0);
+        free(g);
+        return NULL;
+    }
+    if (!(g->stream = nib_cuda_stream_new(err))) goto fail;
+    if (!(g->layers = calloc((size_t)hp->n_layer, sizeof *g->layers))) {
+        nib_error_set(err, NIB_ERR_NOMEM, "out of host memory");
+        goto fail;
+    }
+    if (upload_matrix(g, &m->tok_embd, &g->tok_embd, err)) goto fail;
+    if (m->output.data == m->tok_embd.data) g->output = g->tok_embd;
+    else if (upload_matrix(g, &m->output, &g->output, err)) goto fail;
+    if (upload_vec(g, &m->output_norm, &g->output_norm, err) || upload_vec(g, &m->rope_freqs, &g->rope_freqs, err))
+        goto fail;
+    for (int il = 0; il < hp->n_layer; il++) {
+        const nib_layer *l = &m->layers[il];
+        gpu_layer *L = &g->layers[il];
+        if (upload_matrix(g, &l->wq, &L->wq, err) || upload_matrix(g, &l->wk, &L->wk, err) ||
+            upload_matrix(g, &l->wv, &L->wv, err) || upload_matrix(g, &l->wo, &L->wo, err) ||
+            upload_matrix(g, &l->gate, &L->gate, err) || upload_matrix(g, &l->up, &L->up, err) ||
+            upload_matrix(g, &l->down, &L->down, err) || upload_vec(g, &l->attn_norm, &L->attn_norm, err) ||
+            upload_vec(g, &l->ffn_norm, &L->ffn_norm, err) ||
+            upload_vec(g, &l->post_attn_norm, &L->post_attn_norm, err) ||
+            upload_vec(g, &l->post_ffn_norm, &L->post_ffn_norm, err) || upload_vec(g, &l->q_norm, &L->q_norm, err) ||
+            upload_vec(g, &l->k_norm, &L->k_norm, err) || upload_vec(g, &l->bq, &L->bq, err) ||
+            upload_vec(g, &l->bk, &L->bk, err) || upload_vec(g, &l->bv, &L->bv, err))
+            goto fail;
+    }
+    if (!(g->k_cache = dev_alloc(g, kv_rows * (uint64_t)KR * 2, err)) ||
+        !(g->v_cache = dev_alloc(g, kv_rows * (uint64_t)VR * 2, err)) ||
+        !(g->x = dev_alloc(g, B * E * 4, err)) || !(g->xn = dev_alloc(g, B * E * 4, err)) ||
+        !(g->o = dev_alloc(g, B * E * 4, err)) || !(g->q = dev_alloc(g, B * QD * 4, err)) ||
+        !(g->k = dev_alloc(g, B * KR * 4, err)) || !(g->v = dev_alloc(g, B * VR * 4, err)) ||
+        !(g->att = dev_alloc(g, B * AD * 4, err)) || !(g->h = dev_alloc(g, B * F * 4, err)) ||
+        !(g->tmp = dev_alloc(g, B * F * 4, err)) || !(g->logits = dev_alloc(g, (uint64_t)hp->n_vocab * 4, err)) ||
+        !(g->act = dev_alloc(g, act, err)) || (attn && !(g->attn_scratch = dev_alloc(g, attn, err))) ||
+        !(g->io_dev = dev_alloc(g, (2 + B) * 4, err)) || !(g->io_host = nib_cuda_host_alloc((2 + B) * 4, err)))
+        goto fail;
+    return g;
+fail:
+    nib_gpu_free(g);
+    return NULL;
+}
+
+void nib_gpu_free(nib_gpu *g) {
+    if (!g) return;
+    for (int i = 0; i < GPU_MAX_BUCKETS; i++) nib_cuda_graph_free(g->graphs[i]);
+    if (g->layers) {
+        for (int il = 0; il < g->m->hp.n_layer; il++) {
+            gpu_layer *L = &g->layers[il];
+            nib_cuda_weight *ws[] = {L->wq, L->wk, L->wv, L->wo, L->gate, L->up, L->down};
+            for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) nib_cuda_weight_free(ws[i]);
+            float *vs[] = {L->attn_norm, L->ffn_norm, L->post_attn_norm, L->post_ffn_norm,
+                           L->q_norm, L->k_norm, L->bq, L->bk, L->bv};
+            for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) nib_cuda_free(vs[i]);
+        }
+        free(g->layers);
+    }
+    if (g->output != g->tok_embd) nib_cuda_weight_free(g->output);
+    nib_cuda_weight_free(g->tok_embd);
+    void *bufs[] = {g->output_norm, g->rope_freqs, g->k_cache, g->v_cache, g->x, g->xn, g->o, g->q, g->k, g->v,
+                    g->att, g->h, g->tmp, g->logits, g->act, g->attn_scratch, g->io_dev};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) nib_cuda_free(bufs[i]);
+    nib_cuda_host_free(g->io_host);
+    nib_cuda_stream_free(g->stream);
+    free(g);
+}
+
+uint64_t nib_gpu_device_bytes(const nib_gpu *g) { return g->dev_bytes; }
+int nib_gpu_graphs(const nib_gpu *g) { return g->n_graphs; }
+int32_t nib_gpu_argmax(const nib_gpu *g) { return g->io_host[IO_OUT]; }
+
+/* ---- the step ----------------------------------------------------------------------- */
+
+#define TRY(call)                       \
+    do {                                \
+        nib_status s_ = (call);         \
+        if (s_ != NIB_OK) return s_;    \
+    } while (0)
+
+static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_error *err) {
+    const nib_hparams *hp = &g->m->hp;
+    const nib_layer *l = &g->m->layers[il];
+    const gpu_layer *L = &g->layers[il];
+    const int64_t KR = (int64_t)hp->n_head_kv * hp->head_dim_k, VR = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    const int64_t AD = (int64_t)hp->n_head * hp->head_dim_v;
+    void *st = g->stream;
+    TRY(nib_cuda_matmul(L->wq, g->xn, g->act, n, g->q, false, st, err));
+    TRY(nib_cuda_matmul(L->wk, g->xn, g->act, n, g->k, false, st, err));
+    TRY(nib_cuda_matmul(L->wv, g->xn, g->act, n, g->v, false, st, err));
+    uint16_t *kc = g->k_cache + (uint64_t)il * g->n_ctx * KR, *vc = g->v_cache + (uint64_t)il * g->n_ctx * VR;
+    nib_cuda_qkv_args qa = {
+        .q = g->q, .k = g->k, .v = g->v, .bq = L->bq, .bk = L->bk, .bv = L->bv,
+        .q_norm = L->q_norm, .k_norm = L->k_norm, .eps = hp->norm_eps,
+        .k_cache = kc, .v_cache = vc, .pos = g->io_dev + IO_POS,
+        .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .hd_k = hp->head_dim_k, .hd_v = hp->head_dim_v,
+        .n_rot = hp->n_rot, .neox = hp->rope_kind == NIB_ROPE_NEOX,
+        .rope_base = l->rope_base, .rope_scale = l->rope_scale, .rope_freqs = g->rope_freqs,
+    };
+    TRY(nib_cuda_qkv_rope(&qa, st, err));
+    nib_cuda_attn aa = {
+        .q = g->q, .k = kc, .v = vc, .out = g->att, .pos = g->io_dev + IO_POS,
+        .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .hd_k = hp->head_dim_k, .hd_v = hp->head_dim_v,
+        .n_ctx = g->n_ctx, .window = l->window, .scale = hp->attn_scale, .softcap = 0.0f, .sinks = NULL,
+        .max_len = max_len, .scratch = g->attn_scratch,
+    };
+    TRY(nib_cuda_attention(&aa, st, err));
+    TRY(nib_cuda_act_quantize(g->att, AD, n, g->act, st, err));
+    /* without a post-norm the residual add rides on the projection */
+    return nib_cuda_matmul(L->wo, g->att, g->act, n, L->post_attn_norm ? g->o : g->x, !L->post_attn_norm, st, err);
+}
+
+static nib_status ffn_block(nib_gpu *g, int il, int n, nib_error *err) {
+    const nib_hparams *hp = &g->m->hp;
+    const gpu_layer *L = &g->layers[il];
+    void *st = g->stream;
+    nib_cuda_norm_args na = {
+        .x = g->x, .o = L->post_attn_norm ? g->o : NULL, .post_w = L->post_attn_norm, .norm_w = L->ffn_norm,
+        .xn = g->xn, .act = g->act, .n_tok = n, .n = hp->n_embd, .eps = hp->norm_eps,
+    };
+    TRY(nib_cuda_add_norm(&na, st, err));
+    nib_cuda_glu glu = hp->ffn_act == NIB_FFN_GELU_TANH ? NIB_CUDA_GLU_GELU_TANH : NIB_CUDA_GLU_SILU;
+    TRY(nib_cuda_matmul_glu(L->gate, L->up, g->xn, g->act, n, glu, g->h, g->tmp, st, err));
+    TRY(nib_cuda_act_quantize(g->h, hp->n_ff, n, g->act, st, err));
+    return nib_cuda_matmul(L->down, g->h, g->act, n, L->post_ffn_norm ? g->o : g->x, !L->post_ffn_norm, st, err);
+}
+
+/* The attention norm of layer il: adds the previous layer's post-FFN-normed
+ * output first when that layer kept it apart. */
+static nib_status attn_norm(nib_gpu *g, int il, int n, nib_error *err) {
+    const nib_hparams *hp = &g->m->hp;
+    const float *prev_post = il > 0 ? g->layers[il - 1].post_ffn_norm : NULL;
+    nib_cuda_norm_args na = {
+        .x = g->x, .o = prev_post ? g->o : NULL, .post_w = prev_post, .norm_w = g->layers[il].attn_norm,
+        .xn = g->xn, .act = g->act, .n_tok = n, .n = hp->n_embd, .eps = hp->norm_eps,
+    };
+    return nib_cuda_add_norm(&na, g->stream, err);
+}
+
+/* Final norm and LM head of row r (x and the last layer's pending output). */
+static nib_status head_row(nib_gpu *g, int r, nib_error *err) {
+    const nib_hparams *hp = &g->m->hp;
+    const int64_t E = hp->n_embd;
+    const float *last_post = g->layers[hp->n_layer - 1].post_ffn_norm;
+    nib_cuda_norm_args na = {
+        .x = g->x + r * E, .o = last_post ? g->o + r * E : NULL, .post_w = last_post, .norm_w = g->output_norm,
+        .xn = g->xn, .act = g->act, .n_tok = 1, .n = (int)E, .eps = hp->norm_eps,
+    };
+    TRY(nib_cuda_add_norm(&na, g->stream, err));
+    TRY(nib_cuda_matmul(g->output, g->xn, g->act, 1, g->logits, false, g->stream, err));
+    if (hp->logit_softcap > 0.0f) TRY(nib_cuda_softcap(g->logits, hp->n_vocab, hp->logit_softcap, g->stream, err));
+    return NIB_OK;
+}
+
+/* Everything of one step after the ids and position are on the device. With
+ * rows_out, every row's logits are copied to the host (tests; not captured). */
+static nib_status forward(nib_gpu *g, int n, int max_len, float *rows_out, nib_error *err) {
+    const nib_hparams *hp = &g->m->hp;
+    TRY(nib_cuda_get_rows(g->tok_embd, g->io_dev + IO_TOK, n, hp->embd_scale, g->x, g->stream, err));
+    for (int il = 0; il < hp->n_layer; il++) {
+        TRY(attn_norm(g, il, n, err));
+        TRY(attention_block(g, il, n, max_len, err));
+        TRY(ffn_block(g, il, n, err));
+    }
+    if (rows_out) {
+        for (int r = 0; r < n; r++) {
+            TRY(head_row(g, r, err));
+            TRY(nib_cuda_copy_async(rows_out + (size_t)r * hp->n_vocab, g->logits, (size_t)hp->n_vocab * 4, g->stream,
+                                    err));
+        }
+        /* head_row added the pending post-norm output into x for every row;
+         * the last row's logits are in g->logits */
+    } else {
+        TRY(head_row(g, n - 1, err));
+    }
+    TRY(nib_cuda_argmax(g->logits, hp->n_vocab, g->io_dev + IO_OUT, g->stream, err));
+    return nib_cuda_copy_async(g->io_host + IO_OUT, g->io_dev + IO_OUT, 4, g->stream, err);
+}
+
+static int bucket_of(int32_t len) {
+    int b = 0;
+    while ((int64_t)GPU_BUCKET_MIN << b < len) b++;
+    return b;
+}
+
+static nib_status decode_one(nib_gpu *g, nib_error *err) {
+    const int32_t pos = g->io_host[IO_POS];
+    int b = bucket_of(pos + 1);
+    if (b >= GPU_MAX_BUCKETS) return nib_error_set(err, NIB_ERR_ARG, "position %d is beyond the GPU's buckets", pos);
+    int64_t max_len = (int64_t)GPU_BUCKET_MIN << b;
+    if (max_len > g->n_ctx) max_len = g->n_ctx;
+    if (!g->graphs[b]) {
+        TRY(nib_cuda_graph_begin(g->stream, err));
+        nib_status s = nib_cuda_copy_async(g->io_dev, g->io_host, 3 * 4, g->stream, err);
+        if (s == NIB_OK) s = forward(g, 1, (int)max_len, NULL, err);
+        void *graph = NULL;
+        nib_error end_err;
+        nib_status e = nib_cuda_graph_end(g->stream, &graph, &end_err);
+        if (s != NIB_OK) {
+            nib_cuda_graph_free(graph);
+            return s;
+        }
+        if (e != NIB_OK) {
+            if (err) *err = end_err;
+            return e;
+        }
+        g->graphs[b] = graph;
+        g->n_graphs++;
+    }
+    return nib_cuda_graph_launch(g->graphs[b], g->stream, err);
+}
+
+nib_status nib_gpu_decode(nib_gpu *g, const int32_t *tokens, int64_t n, int32_t pos, float *all_logits,
+                          nib_error *err) {
+    if (n < 1 || n > g->n_batch || pos < 0 || pos + n > g->n_ctx)
+        return nib_error_set(err, NIB_ERR_ARG, "GPU step of %lld tokens at position %d does not fit (batch %d, context %d)",
+                             (long long)n, pos, g->n_batch, g->n_ctx);
+    g->io_host[IO_POS] = pos;
+    memcpy(g->io_host + IO_TOK, tokens, (size_t)n * 4);
+    if (n == 1 && !all_logits) {
+        TRY(decode_one(g, err));
+    } else {
+        TRY(nib_cuda_copy_async(g->io_dev, g->io_host, (size_t)(2 + n) * 4, g->stream, err));
+        TRY(forward(g, (int)n, (int)(pos + n), all_logits, err));
+    }
+    return nib_cuda_stream_sync(g->stream, err);
+}
+
+nib_status nib_gpu_logits(nib_gpu *g, float *out, nib_error *err) {
+    return nib_cuda_copy_to_host(out, g->logits, (size_t)g->m->hp.n_vocab * 4, err);
+}

@@ -1,0 +1,350 @@
+/* The CUDA decode attention (nib_cuda_attention) against float64 softmax
+ * attention computed on the host from the same f16 K/V.
+ *
+ * Inputs are random and never zero: q ~ 2 N(0,1) (scores of a few units after
+ * the 1/sqrt(hd) scale, so the softmax is neither flat nor one-hot), K and V
+ * ~ N(0,1) rounded to f16 (the reference widens the same f16 bits, so the
+ * only difference left is the GPU's fp32 arithmetic), sinks ~ 3 N(0,1).
+ * Cache rows past the last position a case uses hold f16 NaN: a kernel that
+ * reads a future row, or a row past max_len, turns its output into NaN. The
+ * output is poisoned with NaN before every launch, so a row the kernels never
+ * write fails too.
+ *
+ * Tolerance. Per case, over all tokens, heads and dims, the relative L2 error
+ * ||gpu - ref|| / ||ref|| must stay under 1e-5 (its square, the NMSE, under
+ * 1e-10). Why that holds: a score is an fp32 dot of hd_k <= 512 terms with
+ * partial sums of a few units, accumulated in chains of <= 16 FMAs and a
+ * <= 5-level shuffle tree, so its absolute error is ~1e-7 to 1e-6; with the
+ * pre-scaled q, the log2(e) multiply and exp2 (2 ulp) each adding ~1e-7
+ * relative, every softmax weight is off by ~1e-6 relative at most, and the
+ * output (a weighted mean of V rows with independent errors) by about that,
+ * averaged down. The fp32 sums of exp terms and of p * v (at most 64 rows per
+ * lane, then a 2..32-way tree and the merge) add ~1e-7. So ~1e-6 is the
+ * expected scale; 1e-5 leaves 10x margin, while a wrong row range (one row
+ * too many or too few out of 4097), a dropped sink or a missed softcap moves
+ * the output by 1e-4 or far more.
+ *
+ * Cases: context lengths p + 1 of 1, 7, 64, 255, 1023, 4097 (one split up
+ * to 256 rows, then 4 and 17) by head dims 64, 128, 256, 512 by GQA groups 1
+ * and 4; then windows (128 and 300, windows ending mid-chunk), softcap 30,
+ * sinks, all three at once (gpt-oss-like: G = 8, hd 64), GQA groups 6, 7, 8
+ * and 12 (padded head slices and several slices per KV head), unequal and
+ * odd head dims (192/128, 320/64, 96, 32); max_len far above the length
+ * (splits past the length must be harmless); causal batches of 5 tokens
+ * across a chunk boundary; one allocation replayed at four positions with
+ * only the device int changed (the CUDA graph shape); a position past
+ * max_len, which must give NaN; and the argument checks.
+ *
+ * Without a usable GPU the run is one skip with the reason.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "core/fp16.h"
+#include "cuda/cuda.h"
+#include "cuda/cuda_attention.h"
+#include "nib.h"
+#include "test.h"
+
+#define REL_BOUND 1e-5
+#define NAN_F16 0x7E00u
+#define POOL 65536
+
+static char probe_reason[256];
+static double worst_rel;
+
+/* A pool of N(0,1) samples rounded to f16 (and their exact floats), drawn
+ * from by random index: filling ~50M cache elements with Box-Muller would
+ * take most of the test's time budget. */
+static uint16_t pool_h[POOL];
+static float pool_f[POOL];
+
+static void pool_init(void) {
+    for (int i = 0; i < POOL; i++) {
+        pool_h[i] = nib_f32_to_fp16((float)rng_normal());
+        pool_f[i] = nib_fp16_to_f32(pool_h[i]);
+    }
+}
+
+typedef struct acase {
+    int n_tok, n_head, n_head_kv, hd_k, hd_v;
+    int window;
+    float softcap;
+    bool sinks;
+    int max_len;
+} acase;
+
+/* float64 softmax attention for token t of a batch at position pos. */
+static void attn_ref(const acase *c, const float *q, const float *kf, const float *vf, const float *sinks, int pos,
+                     int t, double *out, double *sc) {
+    const int p = pos + t, j0 = c->window > 0 ? (p - c->window + 1 > 0 ? p - c->window + 1 : 0) : 0;
+    const int G = c->n_head / c->n_head_kv;
+    const double scale = 1.0 / sqrt((double)c->hd_k);
+    for (int h = 0; h < c->n_head; h++) {
+        const int kvh = h / G;
+        const float *qh = q + ((size_t)t * c->n_head + h) * c->hd_k;
+        double M = -INFINITY;
+        for (int j = j0; j <= p; j++) {
+            const float *kj = kf + ((size_t)j * c->n_head_kv + kvh) * c->hd_k;
+            double s = 0.0;
+            for (int d = 0; d < c->hd_k; d++) s += (double)qh[d] * (double)kj[d];
+            s *= scale;
+            if (c->softcap > 0.0f) s = c->softcap * tanh(s / c->softcap);
+            sc[j] = s;
+            if (s > M) M = s;
+        }
+        if (sinks && sinks[h] > M) M = sinks[h];
+        double den = sinks ? exp((double)sinks[h] - M) : 0.0;
+        double *o = out + (size_t)h * c->hd_v;
+        for (int d = 0; d < c->hd_v; d++) o[d] = 0.0;
+        for (int j = j0; j <= p; j++) {
+            const double w = exp(sc[j] - M);
+            const float *vj = vf + ((size_t)j * c->n_head_kv + kvh) * c->hd_v;
+            den += w;
+            for (int d = 0; d < c->hd_v; d++) o[d] += w * (double)vj[d];
+        }
+        for (int d = 0; d < c->hd_v; d++) o[d] /= den;
+    }
+}
+
+static const char *case_name(const acase *c, char *buf, size_t n) {
+    snprintf(buf, n, "n_tok %d heads %d/%d hd %d/%d max_len %d%s%s%s", c->n_tok, c->n_head, c->n_head_kv, c->hd_k,
+             c->hd_v, c->max_len, c->window ? " window" : "", c->softcap > 0 ? " softcap" : "", c->sinks ? " sinks" : "");
+    return buf;
+}
+
+/* One configuration, launched once per entry of pos_list on the same
+ * allocation and the same nib_cuda_attn: only the device int *pos changes.
+ * Tokens whose p is >= max_len (a broken host bound) must come back NaN. */
+static void run_case(const acase *c, const int *pos_list, int n_pos) {
+    nib_error err = {0};
+    char name[160];
+    case_name(c, name, sizeof name);
+    const int n_ctx = c->max_len + 8;  /* 8 rows past max_len, NaN: must never be read */
+    int p_last = 0;
+    for (int i = 0; i < n_pos; i++)
+        if (pos_list[i] + c->n_tok - 1 > p_last) p_last = pos_list[i] + c->n_tok - 1;
+    if (p_last > c->max_len - 1) p_last = c->max_len - 1;
+
+    const size_t nq = (size_t)c->n_tok * c->n_head * c->hd_k, no = (size_t)c->n_tok * c->n_head * c->hd_v;
+    const size_t nk = (size_t)n_ctx * c->n_head_kv * c->hd_k, nv = (size_t)n_ctx * c->n_head_kv * c->hd_v;
+    float *q = malloc(sizeof(float) * nq), *out = malloc(sizeof(float) * no), *sinks = malloc(sizeof(float) * (size_t)c->n_head);
+    uint16_t *kh = malloc(2 * nk), *vh = malloc(2 * nv);
+    float *kf = malloc(sizeof(float) * nk), *vf = malloc(sizeof(float) * nv);
+    double *ref = malloc(sizeof(double) * (size_t)c->n_head * c->hd_v), *sc = malloc(sizeof(double) * (size_t)n_ctx);
+    for (size_t i = 0; i < nq; i++) q[i] = (float)(2.0 * rng_normal());
+    for (int h = 0; h < c->n_head; h++) sinks[h] = (float)(3.0 * rng_normal());
+    const size_t k_live = (size_t)(p_last + 1) * c->n_head_kv * c->hd_k, v_live = (size_t)(p_last + 1) * c->n_head_kv * c->hd_v;
+    for (size_t i = 0; i < nk; i++) {
+        const int r = (int)(rng_u64() % POOL);
+        kh[i] = i < k_live ? pool_h[r] : (uint16_t)NAN_F16;
+        kf[i] = i < k_live ? pool_f[r] : NAN;
+    }
+    for (size_t i = 0; i < nv; i++) {
+        const int r = (int)(rng_u64() % POOL);
+        vh[i] = i < v_live ? pool_h[r] : (uint16_t)NAN_F16;
+        vf[i] = i < v_live ? pool_f[r] : NAN;
+    }
+
+    float *dq = nib_cuda_alloc(sizeof(float) * nq, &err), *dout = nib_cuda_alloc(sizeof(float) * no, &err);
+    uint16_t *dk = nib_cuda_alloc(2 * nk, &err), *dv = nib_cuda_alloc(2 * nv, &err);
+    int32_t *dpos = nib_cuda_alloc(sizeof(int32_t), &err);
+    float *dsinks = c->sinks ? nib_cuda_alloc(sizeof(float) * (size_t)c->n_head, &err) : NULL;
+    const size_t sb = nib_cuda_attention_scratch_bytes(c->n_tok, c->n_head, c->hd_v, c->max_len);
+    void *scratch = sb ? nib_cuda_alloc(sb, &err) : NULL;
+    bool ok = dq && dout && dk && dv && dpos && (!c->sinks || dsinks) && (!sb || scratch);
+    CHECK(ok, "%s: alloc: %s", name, err.msg);
+    nib_status s = ok ? NIB_OK : NIB_ERR_NOMEM;
+    if (s == NIB_OK) s = nib_cuda_copy_to_device(dq, q, sizeof(float) * nq, &err);
+    if (s == NIB_OK) s = nib_cuda_copy_to_device(dk, kh, 2 * nk, &err);
+    if (s == NIB_OK) s = nib_cuda_copy_to_device(dv, vh, 2 * nv, &err);
+    if (s == NIB_OK && dsinks) s = nib_cuda_copy_to_device(dsinks, sinks, sizeof(float) * (size_t)c->n_head, &err);
+    CHECK(!ok || s == NIB_OK, "%s: upload: %s", name, err.msg);
+
+    const nib_cuda_attn a = {dq, dk, dv, dout, dpos, c->n_tok, c->n_head, c->n_head_kv, c->hd_k, c->hd_v, n_ctx,
+                             c->window, (float)(1.0 / sqrt((double)c->hd_k)), c->softcap, dsinks, c->max_len, scratch};
+    for (int ip = 0; ok && s == NIB_OK && ip < n_pos; ip++) {
+        const int32_t pos = pos_list[ip];
+        s = nib_cuda_copy_to_device(dpos, &pos, sizeof pos, &err);
+        if (s == NIB_OK) s = nib_cuda_fill_f32(dout, NAN, no, &err);  /* poison */
+        if (s == NIB_OK) s = nib_cuda_attention(&a, NULL, &err);
+        if (s == NIB_OK) s = nib_cuda_sync(&err);
+        if (s == NIB_OK) s = nib_cuda_copy_to_host(out, dout, sizeof(float) * no, &err);
+        CHECK(s == NIB_OK, "%s pos %d: %s", name, pos, err.msg);
+        if (s != NIB_OK) break;
+
+        double e2 = 0.0, r2 = 0.0;
+        int not_nan = 0, non_finite = 0;
+        for (int t = 0; t < c->n_tok; t++) {
+            const float *o = out + (size_t)t * c->n_head * c->hd_v;
+            const int nt = c->n_head * c->hd_v;
+            if (pos + t >= c->max_len) {  /* broken bound: NaN, loudly */
+                for (int i = 0; i < nt; i++) not_nan += !isnan(o[i]);
+                continue;
+            }
+            attn_ref(c, q, kf, vf, c->sinks ? sinks : NULL, pos, t, ref, sc);
+            for (int i = 0; i < nt; i++) {
+                if (!isfinite(o[i])) non_finite++;
+                e2 += ((double)o[i] - ref[i]) * ((double)o[i] - ref[i]);
+                r2 += ref[i] * ref[i];
+            }
+        }
+        const double rel = r2 > 0 ? sqrt(e2 / r2) : 0.0;
+        CHECK(non_finite == 0, "%s pos %d: %d outputs not finite", name, pos, non_finite);
+        CHECK(not_nan == 0, "%s pos %d: %d outputs of tokens past max_len are not NaN", name, pos, not_nan);
+        CHECK(rel <= REL_BOUND, "%s pos %d: ||gpu-ref||/||ref|| = %.3g > %.0e", name, pos, rel, REL_BOUND);
+        if (rel > worst_rel && non_finite == 0) worst_rel = rel;
+        printf("      %-60s pos %5d  rel %.2e\n", name, pos, rel);
+    }
+    nib_cuda_free(dq), nib_cuda_free(dout), nib_cuda_free(dk), nib_cuda_free(dv), nib_cuda_free(dpos);
+    nib_cuda_free(dsinks), nib_cuda_free(scratch);
+    free(q), free(out), free(sinks), free(kh), free(vh), free(kf), free(vf), free(ref), free(sc);
+}
+
+/* A decode step (n_tok 1) at context length ctx with a tight bucket (max_len = ctx). */
+static void run_decode(acase c, int ctx) {
+    c.n_tok = 1;
+    if (c.max_len == 0) c.max_len = ctx;
+    const int pos = ctx - 1;
+    run_case(&c, &pos, 1);
+}
+
+static const int ctxs[] = {1, 7, 64, 255, 1023, 4097};
+static const int hds[] = {64, 128, 256, 512};
+
+static void test_sweep_group1(void) {
+    for (size_t h = 0; h < sizeof hds / sizeof hds[0]; h++)
+        for (size_t i = 0; i < sizeof ctxs / sizeof ctxs[0]; i++)
+            run_decode((acase){1, 4, 4, hds[h], hds[h], 0, 0.0f, false, 0}, ctxs[i]);
+}
+
+static void test_sweep_group4(void) {
+    for (size_t h = 0; h < sizeof hds / sizeof hds[0]; h++)
+        for (size_t i = 0; i < sizeof ctxs / sizeof ctxs[0]; i++)
+            run_decode((acase){1, 8, 2, hds[h], hds[h], 0, 0.0f, false, 0}, ctxs[i]);
+}
+
+static void test_window_softcap_sinks(void) {
+    run_decode((acase){1, 8, 2, 128, 128, 128, 0.0f, false, 0}, 1023);
+    run_decode((acase){1, 8, 2, 128, 128, 128, 0.0f, false, 0}, 4097);
+    run_decode((acase){1, 8, 2, 64, 64, 300, 0.0f, false, 0}, 1023);   /* window starts mid-chunk */
+    run_decode((acase){1, 8, 2, 256, 256, 128, 0.0f, false, 0}, 100);  /* window longer than the context */
+    run_decode((acase){1, 8, 2, 256, 256, 0, 30.0f, false, 0}, 1023);
+    run_decode((acase){1, 4, 4, 128, 128, 0, 30.0f, false, 0}, 4097);
+    run_decode((acase){1, 8, 2, 512, 512, 0, 30.0f, false, 0}, 255);
+    run_decode((acase){1, 8, 2, 128, 128, 0, 0.0f, true, 0}, 1);
+    run_decode((acase){1, 8, 2, 128, 128, 0, 0.0f, true, 0}, 64);
+    run_decode((acase){1, 8, 2, 512, 512, 0, 0.0f, true, 0}, 1023);
+    run_decode((acase){1, 16, 2, 64, 64, 128, 0.0f, true, 0}, 4097);   /* gpt-oss-like */
+    run_decode((acase){1, 16, 2, 64, 64, 128, 0.0f, true, 0}, 100);
+    run_decode((acase){1, 8, 2, 256, 256, 128, 30.0f, true, 0}, 4097); /* all three */
+}
+
+static void test_gqa_and_dims(void) {
+    run_decode((acase){1, 12, 2, 256, 256, 0, 0.0f, false, 0}, 300);   /* G 6: 8-head slice, 2 padded */
+    run_decode((acase){1, 14, 2, 128, 128, 0, 0.0f, false, 0}, 1023);  /* G 7 */
+    run_decode((acase){1, 16, 2, 128, 128, 0, 0.0f, false, 0}, 1023);  /* G 8 */
+    run_decode((acase){1, 16, 2, 64, 64, 0, 0.0f, false, 0}, 64);
+    run_decode((acase){1, 16, 2, 256, 256, 0, 0.0f, false, 0}, 4097);
+    run_decode((acase){1, 12, 1, 512, 512, 0, 0.0f, false, 0}, 1023);  /* G 12 at hd 512: 3 slices of 4 */
+    run_decode((acase){1, 24, 1, 128, 128, 0, 0.0f, true, 0}, 255);   /* G 24: 3 slices of 8 */
+    run_decode((acase){1, 8, 2, 192, 128, 0, 0.0f, false, 0}, 1023);   /* unequal, not powers of two */
+    run_decode((acase){1, 8, 2, 320, 64, 0, 0.0f, false, 0}, 1023);
+    run_decode((acase){1, 8, 2, 128, 512, 0, 0.0f, false, 0}, 300);
+    run_decode((acase){1, 6, 3, 96, 96, 0, 0.0f, false, 0}, 1023);
+    run_decode((acase){1, 8, 2, 32, 32, 0, 0.0f, false, 0}, 1023);
+}
+
+/* A big bucket at a short length: the splits past p find nothing and leave. */
+static void test_max_len_far_above(void) {
+    run_decode((acase){1, 8, 2, 128, 128, 0, 0.0f, false, 8192}, 64);
+    run_decode((acase){1, 8, 2, 128, 128, 0, 0.0f, false, 8192}, 1);
+    run_decode((acase){1, 8, 2, 64, 64, 128, 0.0f, true, 8192}, 300);
+    run_decode((acase){1, 4, 4, 512, 512, 0, 0.0f, false, 256}, 7);  /* single split, bucket above the length */
+}
+
+/* Prompt processing: token t sees rows up to pos + t only. */
+static void test_causal_batch(void) {
+    const int at_254 = 254, at_0 = 0, at_1020 = 1020;
+    run_case(&(acase){5, 8, 2, 128, 128, 0, 0.0f, false, 512}, &at_254, 1);  /* p 254..258 cross a chunk */
+    run_case(&(acase){5, 8, 2, 64, 64, 128, 0.0f, true, 512}, &at_254, 1);
+    run_case(&(acase){5, 8, 2, 256, 256, 0, 30.0f, false, 5}, &at_0, 1);    /* single split */
+    run_case(&(acase){5, 4, 4, 512, 512, 0, 0.0f, false, 4096}, &at_1020, 1);
+}
+
+/* The graph-replay shape: one allocation, one nib_cuda_attn, four positions
+ * (up and down, and the last one the bucket allows). */
+static void test_replay_positions(void) {
+    const int pos[] = {100, 3000, 10, 4095};
+    run_case(&(acase){1, 8, 2, 128, 128, 0, 0.0f, false, 4096}, pos, 4);
+    const int pos_b[] = {0, 200, 3};
+    run_case(&(acase){4, 16, 2, 64, 64, 128, 0.0f, true, 256}, pos_b, 3);  /* single split, batch of 4 */
+}
+
+/* *pos + n_tok > max_len breaks the host bound: those tokens come back NaN
+ * (the ones inside it stay correct), with one split and with several. */
+static void test_bound_broken(void) {
+    const int past = 4094, past_single = 254;
+    run_case(&(acase){3, 8, 2, 128, 128, 0, 0.0f, false, 4096}, &past, 1);
+    run_case(&(acase){3, 8, 2, 128, 128, 0, 0.0f, false, 256}, &past_single, 1);
+}
+
+static void test_errors(void) {
+    nib_error err = {0};
+    float *q = nib_cuda_alloc(sizeof(float) * 8 * 128, &err), *out = nib_cuda_alloc(sizeof(float) * 8 * 128, &err);
+    uint16_t *kv = nib_cuda_alloc(2 * 1024 * 2 * 128, &err);
+    int32_t *pos = nib_cuda_alloc(sizeof(int32_t), &err);
+    CHECK(q && out && kv && pos, "alloc: %s", err.msg);
+    if (!q || !out || !kv || !pos) goto done;
+    const nib_cuda_attn good = {q, kv, kv, out, pos, 1, 8, 2, 128, 128, 1024, 0, 0.088f, 0.0f, NULL, 256, NULL};
+    struct {
+        const char *what, *says;
+        nib_cuda_attn a;
+    } bad[] = {
+        {"NULL q", "NULL q", good},        {"NULL pos", "NULL pos", good},    {"heads 6/4", "multiple", good},
+        {"hd_k 48", "hd_k 48", good},      {"hd_v 544", "hd_v 544", good},    {"max_len > n_ctx", "max_len", good},
+        {"n_tok 0", "n_tok 0", good},      {"no scratch", "scratch", good},   {"q misaligned", "aligned", good},
+        {"softcap -1", "softcap", good},   {"window -1", "window", good},     {"n_head_kv 0", "n_head_kv 0", good},
+    };
+    bad[0].a.q = NULL, bad[1].a.pos = NULL, bad[2].a.n_head = 6, bad[2].a.n_head_kv = 4, bad[3].a.hd_k = 48;
+    bad[4].a.hd_v = 544, bad[5].a.max_len = 1025, bad[6].a.n_tok = 0, bad[7].a.max_len = 1024, bad[8].a.q = q + 1;
+    bad[9].a.softcap = -1.0f, bad[10].a.window = -1, bad[11].a.n_head_kv = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&err, 0, sizeof err);
+        const nib_status s = nib_cuda_attention(&bad[i].a, NULL, &err);
+        CHECK(s == NIB_ERR_ARG && strstr(err.msg, bad[i].says), "%s: status %d, '%s' (want '%s')", bad[i].what, (int)s,
+              err.msg, bad[i].says);
+    }
+    printf("      e.g. %s\n", err.msg);
+    CHECK(nib_cuda_attention_scratch_bytes(1, 8, 128, 256) == 0, "one split needs no scratch");
+    CHECK(nib_cuda_attention_scratch_bytes(1, 8, 128, 257) >= 8 * 2 * (128 * 4 + 8), "two splits: too little scratch");
+    CHECK(nib_cuda_attention_scratch_bytes(65535, 65535, 512, 1 << 30) == SIZE_MAX, "overflow not reported");
+done:
+    nib_cuda_free(q), nib_cuda_free(out), nib_cuda_free(kv), nib_cuda_free(pos);
+}
+
+int main(void) {
+    if (!nib_cuda_probe(probe_reason, sizeof probe_reason)) {
+        printf("SKIP cuda attention: %s\n", probe_reason);
+        test_skipped++;
+        return test_summary();
+    }
+    nib_cuda_device_info info;
+    char why[256];
+    if (nib_cuda_device_get(0, &info, why, sizeof why))
+        printf("device 0: %s, compute capability %d.%d, %d SMs\n", info.name, info.cc_major, info.cc_minor,
+               info.sm_count);
+    rng_seed(4242);
+    pool_init();
+    RUN(test_sweep_group1);
+    RUN(test_sweep_group4);
+    RUN(test_window_softcap_sinks);
+    RUN(test_gqa_and_dims);
+    RUN(test_max_len_far_above);
+    RUN(test_causal_batch);
+    RUN(test_replay_positions);
+    RUN(test_bound_broken);
+    RUN(test_errors);
+    printf("worst ||gpu-ref||/||ref|| %.2e (bound %.0e)\n", worst_rel, REL_BOUND);
+    return test_summary();
+}

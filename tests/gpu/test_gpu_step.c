@@ -1,0 +1,354 @@
+/* The forward step's CUDA pieces against their references.
+ *
+ *  - matmul over n_tok token rows (prompt chunks of 8 per weight pass) must be
+ *    bit-identical to the one-token GEMV of each row: the lanes add their items
+ *    in the same order whatever the rows-per-warp and unrolling, so any
+ *    difference is a bug (wrong token row, wrong scale row, a lost chunk);
+ *    with add = true, y_before + the same value exactly (one fp32 add).
+ *  - the fused gate/up GLU kernel against act(gemv(gate)) * gemv(up) computed
+ *    on the host from the GEMV outputs: the kernel rounds the same products;
+ *    only expf/tanhf may differ by an ulp between host and device, so a
+ *    relative bound of 1e-5 (a wrong row or activation is off by O(1)).
+ *  - add_norm against ops.c's nib_rmsnorm in float64 order-free terms: the
+ *    sum of squares is double on both sides, only its order differs, so the
+ *    1/rms factor agrees to ~1e-15 relative and the outputs to 1 ulp
+ *    (bound 2^-22 relative); its int8 activation blocks must equal
+ *    nib_cuda_act_quantize's of the same xn bit for bit.
+ *  - qkv_rope against bias + nib_rmsnorm + nib_rope_table/apply_table and an
+ *    f16 round of K/V (nib_f32_to_fp16): the angle is computed in double on
+ *    both sides; device cos/sin in double may differ by an ulp of a double,
+ *    invisible after rounding to float in almost every case: bound 4 ulp.
+ *  - argmax: the first maximum, NaN never wins.
+ * Inputs are random normal, outputs poisoned with NaN before each launch.
+ * Without a usable GPU: one skip with the reason. */
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "core/fp16.h"
+#include "cuda/cuda.h"
+#include "cuda/cuda_ops.h"
+#include "nib.h"
+#include "ops/ops.h"
+#include "test.h"
+
+static char probe_reason[256];
+
+static void *dalloc(size_t bytes) {
+    nib_error err;
+    void *p = nib_cuda_alloc(bytes, &err);
+    if (!p) fprintf(stderr, "  alloc: %s\n", err.msg);
+    return p;
+}
+static void up(void *d, const void *h, size_t n) {
+    nib_error err;
+    if (nib_cuda_copy_to_device(d, h, n, &err)) fprintf(stderr, "  copy: %s\n", err.msg);
+}
+static void down(void *h, const void *d, size_t n) {
+    nib_error err;
+    if (nib_cuda_sync(&err) || nib_cuda_copy_to_host(h, d, n, &err)) fprintf(stderr, "  copy back: %s\n", err.msg);
+}
+
+/* random valid rows: random bytes with the fp16 scale(s) set to finite values */
+static void random_weights(nib_type t, uint8_t *p, int64_t n_in, int64_t n_out) {
+    size_t rb = 0;
+    nib_row_bytes(t, n_in, &rb);
+    if (t == NIB_TYPE_F16) {
+        uint16_t *h = (uint16_t *)p;
+        for (int64_t i = 0; i < n_in * n_out; i++) h[i] = nib_f32_to_fp16((float)rng_normal());
+        return;
+    }
+    rng_bytes(p, rb * (size_t)n_out);
+    const size_t bb = nib_type_block_bytes(t);
+    const int off = t == NIB_TYPE_Q6_K ? 208 : 0;
+    const int n_half = t == NIB_TYPE_Q4_K ? 2 : 1;
+    for (size_t b = 0; b < rb * (size_t)n_out / bb; b++)
+        for (int k = 0; k < n_half; k++) {
+            uint16_t h = nib_f32_to_fp16((float)((rng_u64() & 1 ? -1 : 1) * (0.004 + 0.01 * rng_uniform())));
+            memcpy(p + b * bb + off + 2 * k, &h, 2);
+        }
+}
+
+static const nib_type mm_types[] = {NIB_TYPE_Q4_0, NIB_TYPE_Q8_0, NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, NIB_TYPE_F16};
+
+static void test_matmul_tokens(void) {
+    const int64_t n_in = 512, n_out = 203;
+    const int toks[] = {1, 3, 8, 13};
+    for (size_t ti = 0; ti < sizeof mm_types / sizeof mm_types[0]; ti++) {
+        nib_type t = mm_types[ti];
+        nib_error err;
+        size_t rb = 0;
+        nib_row_bytes(t, n_in, &rb);
+        uint8_t *W = malloc(rb * (size_t)n_out);
+        random_weights(t, W, n_in, n_out);
+        nib_cuda_weight *w = NULL;
+        CHECK(nib_cuda_weight_upload(t, W, n_in, n_out, &w, &err) == NIB_OK, "upload %s: %s", nib_type_name(t), err.msg);
+        free(W);
+        if (!w) continue;
+        const int T = 13;
+        float *x = malloc(sizeof(float) * (size_t)(T * n_in)), *ref = malloc(sizeof(float) * (size_t)(T * n_out));
+        float *y = malloc(sizeof(float) * (size_t)(T * n_out)), *y0 = malloc(sizeof(float) * (size_t)(T * n_out));
+        for (int64_t i = 0; i < T * n_in; i++) x[i] = (float)rng_normal();
+        for (int64_t i = 0; i < T * n_out; i++) y0[i] = (float)rng_normal();
+        float *dx = dalloc(sizeof(float) * (size_t)(T * n_in)), *dy = dalloc(sizeof(float) * (size_t)(T * n_out));
+        void *act = dalloc(nib_cuda_act_bytes(n_in, T)), *s1 = dalloc(nib_cuda_act_bytes(n_in, 1));
+        up(dx, x, sizeof(float) * (size_t)(T * n_in));
+        /* the reference: one GEMV per row */
+        for (int r = 0; r < T; r++) {
+            nib_cuda_fill_f32(dy, NAN, (size_t)n_out, &err);
+            CHECK(nib_cuda_gemv(w, dx + r * n_in, dy, s1, NULL, &err) == NIB_OK, "gemv: %s", err.msg);
+            down(ref + r * n_out, dy, sizeof(float) * (size_t)n_out);
+        }
+        for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
+            const int n = toks[k];
+            for (int add = 0; add < 2; add++) {
+                if (add) up(dy, y0, sizeof(float) * (size_t)(n * n_out));
+                else nib_cuda_fill_f32(dy, NAN, (size_t)(T * n_out), &err);
+                nib_status s = nib_cuda_act_quantize(dx, n_in, n, act, NULL, &err);
+                if (s == NIB_OK) s = nib_cuda_matmul(w, dx, act, n, dy, add, NULL, &err);
+                CHECK(s == NIB_OK, "%s matmul %d tokens: %s", nib_type_name(t), n, err.msg);
+                down(y, dy, sizeof(float) * (size_t)(n * n_out));
+                int bad = 0;
+                for (int64_t i = 0; i < n * n_out; i++) {
+                    float want = add ? y0[i] + ref[i] : ref[i];
+                    if (!(y[i] == want) && bad++ < 3)
+                        fprintf(stderr, "  %s n_tok %d add %d: y[%lld] = %.9g, want %.9g\n", nib_type_name(t), n, add,
+                                (long long)i, y[i], want);
+                }
+                CHECK(bad == 0, "%s n_tok %d add %d: %d outputs differ from the one-token GEMV", nib_type_name(t), n,
+                      add, bad);
+            }
+        }
+        /* GLU: gate = w, up = a second matrix of the same format */
+        {
+            uint8_t *W2 = malloc(rb * (size_t)n_out);
+            random_weights(t, W2, n_in, n_out);
+            nib_cuda_weight *w2 = NULL;
+            nib_cuda_weight_upload(t, W2, n_in, n_out, &w2, &err);
+            free(W2);
+            float *ref2 = malloc(sizeof(float) * (size_t)(T * n_out)), *dtmp = dalloc(sizeof(float) * (size_t)(T * n_out));
+            for (int r = 0; r < T && w2; r++) {
+                CHECK(nib_cuda_gemv(w2, dx + r * n_in, dy, s1, NULL, &err) == NIB_OK, "gemv up: %s", err.msg);
+                down(ref2 + r * n_out, dy, sizeof(float) * (size_t)n_out);
+            }
+            for (int g = 1; g <= 2 && w2; g++)
+                for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
+                    const int n = toks[k];
+                    nib_cuda_fill_f32(dy, NAN, (size_t)(T * n_out), &err);
+                    nib_status s = nib_cuda_act_quantize(dx, n_in, n, act, NULL, &err);
+                    if (s == NIB_OK)
+                        s = nib_cuda_matmul_glu(w, w2, dx, act, n, (nib_cuda_glu)g, dy, dtmp, NULL, &err);
+                    CHECK(s == NIB_OK, "glu: %s", err.msg);
+                    down(y, dy, sizeof(float) * (size_t)(n * n_out));
+                    int bad = 0;
+                    for (int64_t i = 0; i < n * n_out; i++) {
+                        float gg = ref[i], want;
+                        if (g == 1) want = gg / (1.0f + expf(-gg)) * ref2[i];
+                        else want = 0.5f * gg * (1.0f + tanhf(0.7978845608028654f * (gg + 0.044715f * gg * gg * gg))) * ref2[i];
+                        /* device and host tanhf/expf differ by a few ulp of
+                         * their result, which 1 + tanh can turn into a large
+                         * relative error of a small h: bound it absolutely */
+                        if (!(fabsf(y[i] - want) <= 1e-5f * fabsf(want) + 1e-6f * fabsf(gg * ref2[i]) + 1e-30f) &&
+                            bad++ < 3)
+                            fprintf(stderr, "  %s glu %d n_tok %d: h[%lld] = %.9g, want %.9g\n", nib_type_name(t), g, n,
+                                    (long long)i, y[i], want);
+                    }
+                    CHECK(bad == 0, "%s glu %d n_tok %d: %d outputs off", nib_type_name(t), g, n, bad);
+                }
+            nib_cuda_weight_free(w2);
+            nib_cuda_free(dtmp);
+            free(ref2);
+        }
+        nib_cuda_weight_free(w);
+        nib_cuda_free(dx), nib_cuda_free(dy), nib_cuda_free(act), nib_cuda_free(s1);
+        free(x), free(ref), free(y), free(y0);
+    }
+}
+
+static bool close_rel(float a, float b, float rel) { return fabsf(a - b) <= rel * fabsf(b) + 1e-30f; }
+
+static void test_add_norm(void) {
+    const int T = 5;
+    const int ns[] = {576, 896, 4096};
+    nib_error err;
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        const int n = ns[k];
+        for (int mode = 0; mode < 3; mode++) { /* 0: norm only, 1: x += o, 2: x += rmsnorm(o) * post_w */
+            float *x = malloc(sizeof(float) * (size_t)(T * n)), *o = malloc(sizeof(float) * (size_t)(T * n));
+            float *w = malloc(sizeof(float) * (size_t)n), *pw = malloc(sizeof(float) * (size_t)n);
+            float *xr = malloc(sizeof(float) * (size_t)(T * n)), *xn = malloc(sizeof(float) * (size_t)(T * n));
+            float *got_x = malloc(sizeof(float) * (size_t)(T * n)), *got_xn = malloc(sizeof(float) * (size_t)(T * n));
+            for (int i = 0; i < T * n; i++) x[i] = (float)(3 * rng_normal()), o[i] = (float)rng_normal();
+            for (int i = 0; i < n; i++) w[i] = (float)(1 + 0.3 * rng_normal()), pw[i] = (float)(0.5 + rng_uniform());
+            /* reference: as context.c does it */
+            memcpy(xr, x, sizeof(float) * (size_t)(T * n));
+            for (int t = 0; t < T; t++) {
+                float *row = xr + (size_t)t * n, tmp[4096];
+                if (mode == 1) for (int i = 0; i < n; i++) row[i] += o[t * n + i];
+                if (mode == 2) {
+                    nib_rmsnorm(tmp, o + (size_t)t * n, pw, n, 1e-6f);
+                    for (int i = 0; i < n; i++) row[i] += tmp[i];
+                }
+                nib_rmsnorm(xn + (size_t)t * n, row, w, n, 1e-6f);
+            }
+            float *dx = dalloc(sizeof(float) * (size_t)(T * n)), *dox = dalloc(sizeof(float) * (size_t)(T * n));
+            float *dw = dalloc(sizeof(float) * (size_t)n), *dpw = dalloc(sizeof(float) * (size_t)n);
+            float *dxn = dalloc(sizeof(float) * (size_t)(T * n));
+            void *act = dalloc(nib_cuda_act_bytes(n, T)), *act2 = dalloc(nib_cuda_act_bytes(n, T));
+            up(dx, x, sizeof(float) * (size_t)(T * n)), up(dox, o, sizeof(float) * (size_t)(T * n));
+            up(dw, w, sizeof(float) * (size_t)n), up(dpw, pw, sizeof(float) * (size_t)n);
+            nib_cuda_fill_f32(dxn, NAN, (size_t)(T * n), &err);
+            nib_cuda_norm_args a = {dx, mode ? dox : NULL, mode == 2 ? dpw : NULL, dw, dxn, act, T, n, 1e-6f};
+            CHECK(nib_cuda_add_norm(&a, NULL, &err) == NIB_OK, "add_norm: %s", err.msg);
+            down(got_x, dx, sizeof(float) * (size_t)(T * n));
+            down(got_xn, dxn, sizeof(float) * (size_t)(T * n));
+            int bad = 0;
+            for (int i = 0; i < T * n; i++)
+                if ((!close_rel(got_x[i], xr[i], 2.5e-7f) || !close_rel(got_xn[i], xn[i], 2.5e-7f)) && bad++ < 3)
+                    fprintf(stderr, "  n %d mode %d [%d]: x %.9g vs %.9g, xn %.9g vs %.9g\n", n, mode, i, got_x[i], xr[i],
+                            got_xn[i], xn[i]);
+            CHECK(bad == 0, "add_norm n %d mode %d: %d values off", n, mode, bad);
+            /* its quantized blocks equal the quantizer's on the same xn */
+            nib_cuda_act_quantize(dxn, n, T, act2, NULL, &err);
+            size_t ab = nib_cuda_act_bytes(n, T);
+            uint8_t *h1 = malloc(ab), *h2 = malloc(ab);
+            down(h1, act, ab), down(h2, act2, ab);
+            /* compare quants (rows padded to 256: skip the padding) and scales */
+            size_t stride = (size_t)((n + 255) / 256 * 256);
+            int qbad = 0;
+            for (int t = 0; t < T; t++) qbad += memcmp(h1 + t * stride, h2 + t * stride, (size_t)n) != 0;
+            qbad += memcmp(h1 + T * stride, h2 + T * stride, (size_t)T * (n / 32) * 8) != 0;
+            CHECK(qbad == 0, "add_norm n %d mode %d: activation blocks differ from nib_cuda_act_quantize's", n, mode);
+            free(h1), free(h2);
+            nib_cuda_free(dx), nib_cuda_free(dox), nib_cuda_free(dw), nib_cuda_free(dpw), nib_cuda_free(dxn);
+            nib_cuda_free(act), nib_cuda_free(act2);
+            free(x), free(o), free(w), free(pw), free(xr), free(xn), free(got_x), free(got_xn);
+        }
+    }
+}
+
+static bool ulps_close(float a, float b, int ulps) {
+    if (a == b) return true;
+    float tol = ulps * (fabsf(b) * 1.1920929e-7f) + 1e-30f;
+    return fabsf(a - b) <= tol;
+}
+
+static void test_qkv_rope(void) {
+    nib_error err;
+    struct { int nh, nkv, hd, n_rot, neox, qk_norm, bias; float base; } cases[] = {
+        {9, 3, 64, 64, 0, 0, 0, 100000.0f},   /* SmolLM2 */
+        {14, 2, 64, 64, 1, 0, 1, 1e6f},       /* Qwen2.5 (biases) */
+        {4, 1, 256, 256, 1, 1, 0, 10000.0f},  /* Gemma 3 (QK-norm, head 256) */
+        {8, 2, 128, 64, 0, 1, 1, 500000.0f},  /* partial rotation */
+    };
+    const int T = 3, n_ctx = 64, pos0 = 37;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int nh = cases[c].nh, nkv = cases[c].nkv, hd = cases[c].hd;
+        const int QD = nh * hd, KD = nkv * hd;
+        float *q = malloc(sizeof(float) * (size_t)(T * QD)), *k = malloc(sizeof(float) * (size_t)(T * KD));
+        float *v = malloc(sizeof(float) * (size_t)(T * KD)), *bq = malloc(sizeof(float) * (size_t)QD);
+        float *bk = malloc(sizeof(float) * (size_t)KD), *bv = malloc(sizeof(float) * (size_t)KD);
+        float *qn = malloc(sizeof(float) * (size_t)hd), *kn = malloc(sizeof(float) * (size_t)hd);
+        for (int i = 0; i < T * QD; i++) q[i] = (float)rng_normal();
+        for (int i = 0; i < T * KD; i++) k[i] = (float)rng_normal(), v[i] = (float)rng_normal();
+        for (int i = 0; i < QD; i++) bq[i] = (float)(0.1 * rng_normal());
+        for (int i = 0; i < KD; i++) bk[i] = (float)(0.1 * rng_normal()), bv[i] = (float)(0.1 * rng_normal());
+        for (int i = 0; i < hd; i++) qn[i] = (float)(1 + 0.2 * rng_normal()), kn[i] = (float)(1 + 0.2 * rng_normal());
+        float *dq = dalloc(sizeof(float) * (size_t)(T * QD)), *dk = dalloc(sizeof(float) * (size_t)(T * KD));
+        float *dv = dalloc(sizeof(float) * (size_t)(T * KD)), *dbq = dalloc(sizeof(float) * (size_t)QD);
+        float *dbk = dalloc(sizeof(float) * (size_t)KD), *dbv = dalloc(sizeof(float) * (size_t)KD);
+        float *dqn = dalloc(sizeof(float) * (size_t)hd), *dkn = dalloc(sizeof(float) * (size_t)hd);
+        uint16_t *kc = dalloc(2 * (size_t)(n_ctx * KD)), *vc = dalloc(2 * (size_t)(n_ctx * KD));
+        int32_t *dpos = dalloc(4);
+        up(dq, q, sizeof(float) * (size_t)(T * QD)), up(dk, k, sizeof(float) * (size_t)(T * KD));
+        up(dv, v, sizeof(float) * (size_t)(T * KD)), up(dbq, bq, sizeof(float) * (size_t)QD);
+        up(dbk, bk, sizeof(float) * (size_t)KD), up(dbv, bv, sizeof(float) * (size_t)KD);
+        up(dqn, qn, sizeof(float) * (size_t)hd), up(dkn, kn, sizeof(float) * (size_t)hd);
+        int32_t p0 = pos0;
+        up(dpos, &p0, 4);
+        nib_cuda_qkv_args a = {
+            .q = dq, .k = dk, .v = dv, .bq = cases[c].bias ? dbq : NULL, .bk = cases[c].bias ? dbk : NULL,
+            .bv = cases[c].bias ? dbv : NULL, .q_norm = cases[c].qk_norm ? dqn : NULL,
+            .k_norm = cases[c].qk_norm ? dkn : NULL, .eps = 1e-6f, .k_cache = kc, .v_cache = vc, .pos = dpos,
+            .n_tok = T, .n_head = nh, .n_head_kv = nkv, .hd_k = hd, .hd_v = hd, .n_rot = cases[c].n_rot,
+            .neox = cases[c].neox, .rope_base = cases[c].base, .rope_scale = 1.0f, .rope_freqs = NULL,
+        };
+        CHECK(nib_cuda_qkv_rope(&a, NULL, &err) == NIB_OK, "qkv_rope: %s", err.msg);
+        float *gq = malloc(sizeof(float) * (size_t)(T * QD));
+        uint16_t *gk = malloc(2 * (size_t)(n_ctx * KD)), *gv = malloc(2 * (size_t)(n_ctx * KD));
+        down(gq, dq, sizeof(float) * (size_t)(T * QD));
+        down(gk, kc, 2 * (size_t)(n_ctx * KD)), down(gv, vc, 2 * (size_t)(n_ctx * KD));
+        /* the CPU's way */
+        nib_rope rope = {cases[c].n_rot, cases[c].neox, cases[c].base, 1.0f, NULL};
+        int bad = 0;
+        for (int t = 0; t < T; t++) {
+            float cs[1024];
+            nib_rope_table(cs, pos0 + t, &rope);
+            for (int h = 0; h < nh + 2 * nkv; h++) {
+                const bool isq = h < nh, isk = !isq && h < nh + nkv;
+                const int kh = isq ? h : (isk ? h - nh : h - nh - nkv);
+                float vec[512];
+                const float *src = isq ? q + (t * nh + kh) * hd : (isk ? k : v) + (t * nkv + kh) * hd;
+                const float *b = isq ? bq + kh * hd : (isk ? bk : bv) + kh * hd;
+                for (int i = 0; i < hd; i++) vec[i] = cases[c].bias ? src[i] + b[i] : src[i];
+                if (!(h >= nh + nkv)) {
+                    if (cases[c].qk_norm) nib_rmsnorm(vec, vec, isq ? qn : kn, hd, 1e-6f);
+                    nib_rope_apply_table(vec, cs, &rope);
+                }
+                for (int i = 0; i < hd; i++) {
+                    if (isq) {
+                        if (!ulps_close(gq[(t * nh + kh) * hd + i], vec[i], 4) && bad++ < 3)
+                            fprintf(stderr, "  case %zu q t%d h%d [%d]: %.9g vs %.9g\n", c, t, kh, i,
+                                    gq[(t * nh + kh) * hd + i], vec[i]);
+                    } else {
+                        uint16_t want = nib_f32_to_fp16(vec[i]);
+                        uint16_t got = (isk ? gk : gv)[((size_t)(pos0 + t) * nkv + kh) * hd + i];
+                        if (abs((int)want - (int)got) > 1 && bad++ < 3)
+                            fprintf(stderr, "  case %zu %s t%d h%d [%d]: f16 %04x vs %04x\n", c, isk ? "k" : "v", t, kh, i,
+                                    got, want);
+                    }
+                }
+            }
+        }
+        CHECK(bad == 0, "qkv_rope case %zu: %d values off", c, bad);
+        nib_cuda_free(dq), nib_cuda_free(dk), nib_cuda_free(dv), nib_cuda_free(dbq), nib_cuda_free(dbk);
+        nib_cuda_free(dbv), nib_cuda_free(dqn), nib_cuda_free(dkn), nib_cuda_free(kc), nib_cuda_free(vc);
+        nib_cuda_free(dpos);
+        free(q), free(k), free(v), free(bq), free(bk), free(bv), free(qn), free(kn), free(gq), free(gk), free(gv);
+    }
+}
+
+static void test_argmax(void) {
+    nib_error err;
+    const int64_t n = 151936;
+    float *x = malloc(sizeof(float) * (size_t)n);
+    float *dx = dalloc(sizeof(float) * (size_t)n);
+    int32_t *dout = dalloc(4), got = -1;
+    for (int rep = 0; rep < 4; rep++) {
+        for (int64_t i = 0; i < n; i++) x[i] = (float)rng_normal();
+        int64_t want = (int64_t)(rng_u64() % (uint64_t)n);
+        x[want] = 10.0f;
+        if (rep >= 1) x[(want + 777) % n] = 10.0f, want = want < (want + 777) % n ? want : (want + 777) % n; /* tie: first */
+        if (rep >= 2) x[0] = NAN;
+        if (rep == 3) want = 0, x[0] = 11.0f;
+        up(dx, x, sizeof(float) * (size_t)n);
+        CHECK(nib_cuda_argmax(dx, n, dout, NULL, &err) == NIB_OK, "argmax: %s", err.msg);
+        down(&got, dout, 4);
+        CHECK(got == want, "argmax rep %d: %d, want %lld", rep, got, (long long)want);
+    }
+    nib_cuda_free(dx), nib_cuda_free(dout);
+    free(x);
+}
+
+int main(void) {
+    if (!nib_cuda_probe(probe_reason, sizeof probe_reason)) {
+        printf("SKIP cuda: %s\n", probe_reason);
+        test_skipped++;
+        return test_summary();
+    }
+    rng_seed(4242);
+    RUN(test_matmul_tokens);
+    RUN(test_add_norm);
+    RUN(test_qkv_rope);
+    RUN(test_argmax);
+    return test_summary();
+}
