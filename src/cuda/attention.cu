@@ -1,21 +1,69 @@
 /* Decode attention over an f16 KV cache: split-K "flash decoding".
  *
  * Three layers (STYLE.md, CUDA): nib_cuda_attention validates and unpacks ->
- * attn_launch picks the kernel row, grid and stream -> attn_split (one chunk of
- * the cache per CTA) and attn_merge (combines the chunks).
+ * attn_launch picks the kernel row, chunk, grid and stream -> attn_split (one
+ * chunk of the cache per CTA, and the merge of a token's chunks by the CTA
+ * that finishes last) and, for long contexts only, attn_merge.
  *
- * Work split. The cache range [0, max_len) is cut into ATTN_CHUNK-row chunks;
+ * Work split. The cache range [0, max_len) is cut into `chunk`-row chunks;
  * CTA (split, kv head [, head slice], token) runs an online softmax (running
  * max m, sum l, unnormalised acc) over the rows of its chunk that lie inside
- * the token's [j0, p], for the GB query heads of one GQA group slice at once,
- * and writes (m, l, acc[hd_v]) per head to scratch. attn_merge rescales the
- * partials by exp(m_i - M), adds the sink to the denominator and writes out.
- * With one split (max_len <= ATTN_CHUNK) attn_split normalises and writes out
- * itself: no merge launch and no scratch.
+ * the token's [j0, p], for the GB query heads of one GQA group slice at once.
+ * The chunks that hold rows of [j0, p] (the "active" splits s_lo..s_hi, known
+ * only on the device from *pos) then combine:
+ *   - one active split (the context fits one chunk): that CTA normalises and
+ *     writes out itself; nothing else runs.
+ *   - up to ATTN_FUSED_MAX_SPLITS splits: each writes (m, l, acc[hd_v]) per
+ *     head to scratch, bumps a per-(token, kv-head slice) arrival counter, and
+ *     the CTA that arrives last merges and writes out (no second launch).
+ *   - more splits (long contexts): the partials are merged by attn_merge, a
+ *     second launch with one CTA per (head, token), as before.
  *
  * The grid depends on max_len (host-known), never on *pos (device-only): a
  * CTA reads *pos, finds its chunk empty and leaves. That is what lets one
  * captured graph serve every position of a context bucket.
+ *
+ * Why these choices (measured with ncu on an H200 inside a decode step, at a
+ * ~70-row context): the previous version used 256-row chunks, so a short
+ * context ran as 8 CTAs (Llama-3-8B, 8 KV heads) or 2 (Qwen2.5-0.5B), each
+ * walking its ~70 rows as three dependent load -> compute steps, and took
+ * 5.9 and 6.7 us per layer: pure latency (the data is 36 KB per KV head).
+ * Now:
+ *  1. The chunk is picked per call from max_len: the smallest power of two
+ *     >= max(32, the rows a CTA covers in one step) such that n_tok * n_split
+ *     <= ATTN_SPLITS_PER_TOKEN (32), but at most 256. At short contexts a CTA
+ *     then does one step; at 8k+ it is 256 rows as before (16k: 64 splits).
+ *  2. The merge runs in the last-arriving CTA, not a second launch (a launch
+ *     and its tail cost ~2 us inside a CUDA graph). Only when there are more
+ *     than 32 splits (>= 8k-16k contexts, where the launch is noise next to
+ *     the cache read, and one CTA would have to read hundreds of partials)
+ *     does attn_merge run.
+ *  3. Everything that does not depend on *pos is in flight before *pos
+ *     arrives: the q slice and the K/V rows of the chunk's first step (rows
+ *     < max_len, which the cache holds; rows outside [j0, p] are masked after,
+ *     their V zeroed so 0 * NaN never reaches acc). A one-step CTA's chain is
+ *     then one memory latency, the arithmetic, and the partial write.
+ *  4. For one token (decode), GB <= 4: a group of 7 or 8 runs as two head
+ *     slices. The per-step work is the same (R * GB scores per lane) but the
+ *     end of a CTA (team and warp combine, merge) scales with GB, and the
+ *     grid doubles for models with 2 KV heads (128 CTAs at 16k before, one per
+ *     SM). The second slice re-reads the rows, which its twin has just pulled
+ *     into L2.
+ * Expected shapes: Llama-3-8B at max_len 256 (ctx 70): chunk 32, grid 8 x 8,
+ * 24 active CTAs of one step; Qwen2.5-0.5B: chunk 64, grid 4 x 4, 8 active.
+ * At 16k both use chunk 256, 64 splits and attn_merge (512 and 256 CTAs).
+ * Not yet timed: the numbers to take next, in a lab run, are these kernels
+ * against the old ones at 70, 512, 4k and 16k rows.
+ *
+ * Arrival counters. The first ATTN_COUNTER_BYTES of scratch are ATTN_COUNTERS
+ * uint32 counters, index t * (grid y) + y, at the same place for every call
+ * whatever its n_tok or max_len (the partials come after them), so one
+ * scratch serves every bucket and batch size. Each is 0 at rest: the arriving
+ * CTAs atomicInc it with wrap value n_active - 1, so the last one sees
+ * n_active - 1 and leaves 0 behind for the next launch (or graph replay).
+ * The caller zeroes the scratch once after allocating it (cuda_attention.h).
+ * A call needing more than ATTN_COUNTERS counters (n_tok * n_head_kv *
+ * slices, large prefill batches) uses attn_merge instead.
  *
  * Inside a CTA. 4 warps; a warp is cut into teams of T lanes (T = the row's
  * 16-byte vector count max(hd_k, hd_v) / 8, rounded up to 8, 16 or 32), and a
@@ -30,18 +78,6 @@
  * running max and the rescale of acc happen once per R rows, not per row.
  * At the end the teams of a warp combine by shuffles, the 4 warps through
  * shared memory.
- *
- * Why ATTN_CHUNK = 256. At a long context the grid must give each of the
- * H200's 132 SMs several CTAs so that enough loads are in flight: with 8 KV
- * heads and one token, 256-row chunks give 8 * ceil(L / 256) CTAs, 4 per SM
- * from L = 16k and 1 per SM at L = 4k; below that the whole cache read is
- * under 16 MB (~4 us) and launch overhead dominates anyway. Halving the chunk
- * doubles the partials (written and re-read by the merge: about 2 * 4 * G *
- * (hd_v + 2) bytes per chunk against 2 * 256 * (hd_k + hd_v) bytes of K/V, 3%
- * at 256 rows, G = 4, hd 128) and each CTA's fixed cost (q load, team and
- * warp combine). It also makes every context of 256 or fewer rows a single
- * launch. Not yet measured against 128 and 512 on the H200: the next thing to
- * try in a lab run.
  *
  * Register budget. q + acc are GB * (NCK + NCV) * 8 floats per lane; GB is
  * capped so that is at most 128 (GB <= 8 when NCK + NCV = 2, i.e. head dims
@@ -58,13 +94,39 @@
 #include "cuda/cuda_attention.h"
 #include "cuda/cuda_internal.h"
 
-#define ATTN_CHUNK 256           /* cache rows per split (see above) */
-#define ATTN_WARPS 4             /* warps per attn_split CTA */
+/* Programmatic Dependent Launch (sm_90): each kernel lets the next one in the
+ * stream start launching at once, then waits for its own predecessor's
+ * results. Both are no-ops when the launch did not ask for PDL. (To move to a
+ * shared header; the guard lets both definitions coexist meanwhile.) */
+#ifndef NIB_PDL_DEFINED
+#define NIB_PDL_DEFINED
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+#endif
+
+#define ATTN_CHUNK_MIN 32         /* cache rows per split: at least ... */
+#define ATTN_CHUNK_MAX 256        /* ... and at most (see above) */
+#define ATTN_SPLITS_PER_TOKEN 32  /* n_tok * n_split target while the chunk is below ATTN_CHUNK_MAX */
+#define ATTN_FUSED_MAX_SPLITS 32  /* the last CTA merges at most this many splits (one per lane) */
+#define ATTN_COUNTERS 1024        /* arrival counters at the head of scratch */
+#define ATTN_COUNTER_BYTES (ATTN_COUNTERS * 4)
+#define ATTN_WARPS 4              /* warps per attn_split CTA */
 #define ATTN_THREADS (ATTN_WARPS * 32)
-#define ATTN_MERGE_THREADS 256   /* attn_merge: float4 columns x groups of splits */
-#define ATTN_MAX_TOK 65535       /* grid z */
+#define ATTN_MERGE_THREADS 256    /* attn_merge: float4 columns x groups of splits */
+#define ATTN_MAX_TOK 65535        /* grid z */
 #define ATTN_MAX_HD 512
 #define LOG2E_F 1.4426950408889634f
+
+static_assert(ATTN_FUSED_MAX_SPLITS == 32, "the fused merge gives each split one lane of a warp");
+static_assert(ATTN_SPLITS_PER_TOKEN <= ATTN_FUSED_MAX_SPLITS, "a decode step below the max chunk should merge in place");
 
 /* What the kernels get: the op entry has checked every field. */
 typedef struct attn_params {
@@ -74,12 +136,16 @@ typedef struct attn_params {
     float *out;              /* (n_tok, n_head, hd_v) */
     const int32_t *pos;      /* device: position of token 0 */
     const float *sinks;      /* (n_head) or NULL */
+    unsigned *counters;      /* (ATTN_COUNTERS) scratch, 0 at rest: arrivals per (token, grid y) */
     float2 *part_ml;         /* (n_tok, n_head, n_split) scratch: (m in log2 units, l) */
     float *part_acc;         /* (n_tok, n_head, n_split, hd_v) scratch: unnormalised acc */
     int n_tok, n_head, n_head_kv, hd_k, hd_v;
     int group;               /* n_head / n_head_kv */
     int n_slices;            /* ceil(group / GB): CTAs per KV head along grid y */
-    int window, max_len, n_split;
+    int window, max_len;
+    int chunk, chunk_log2;   /* rows per split: a power of two, and its log2 */
+    int n_split;             /* ceil(max_len / chunk) */
+    int merge_kernel;        /* 1: attn_merge combines >= 2 active splits; 0: the last CTA does */
     float scale, softcap;
 } attn_params;
 
@@ -102,55 +168,192 @@ __device__ __forceinline__ void f16x8_to_f32(const uint4 u, float (&f)[8]) {
 /* exp2(x - m) that is 0, not NaN, for a still-empty state (m = -inf). */
 __device__ __forceinline__ float exp2_rel(float x, float m) { return m == -INFINITY ? 0.0f : exp2f(x - m); }
 
+/* A predicated 16-byte read-only load (zeros when !pred). Inline PTX, and
+ * volatile, so the compiler keeps it where it is written: the first step's
+ * loads are issued before *pos is known, and a plain __ldg whose only use is
+ * past the `return`s below could be sunk after them, back onto the critical
+ * path. (A generic pointer from cudaMalloc is a valid global address.) */
+__device__ __forceinline__ uint4 ld_nc_u4(const void *ptr, bool pred) {
+    uint4 v;
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "setp.ne.b32 p, %5, 0;\n\t"
+        "mov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\tmov.b32 %2, 0;\n\tmov.b32 %3, 0;\n\t"
+        "@p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(ptr), "r"((int)pred));
+    return v;
+}
+
+/* One step's K and V vectors of this lane: rows row0 .. row0 + R - 1 that lie
+ * in [lo, hi), vectors tl, tl + T, ... of each. */
+template <int T, int R, int NCK, int NCV>
+__device__ __forceinline__ void attn_load_step(uint4 (&kr)[R][NCK], uint4 (&vr)[R][NCV], const uint16_t *kb,
+                                               const uint16_t *vb, size_t k_row, size_t v_row, int row0, int lo,
+                                               int hi, int tl, int ck, int cv) {
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int row = row0 + r;
+        const bool in = row >= lo && row < hi;
+#pragma unroll
+        for (int i = 0; i < NCK; i++) {
+            const int c = tl + i * T;
+            kr[r][i] = ld_nc_u4((const uint4 *)(kb + (size_t)row * k_row) + c, in && c < ck);
+        }
+#pragma unroll
+        for (int i = 0; i < NCV; i++) {
+            const int c = tl + i * T;
+            vr[r][i] = ld_nc_u4((const uint4 *)(vb + (size_t)row * v_row) + c, in && c < cv);
+        }
+    }
+}
+
+/* One step of the online softmax: R rows of this team, their K/V vectors in
+ * kr/vr, rows outside [lo, hi) masked. */
+template <int T, int R, int NCK, int NCV, int GB>
+__device__ __forceinline__ void attn_step(const uint4 (&kr)[R][NCK], uint4 (&vr)[R][NCV], const float (&qr)[GB][NCK * 8],
+                                          float (&m)[GB], float (&l)[GB], float (&acc)[GB][NCV * 8], int row0, int lo,
+                                          int hi, float softcap) {
+    bool ok[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        ok[r] = row0 + r >= lo && row0 + r < hi;
+        /* the first step's prefetch also read rows outside [lo, hi) (past p:
+         * anything, NaN in the test): a zero V keeps 0 * NaN out of acc; their
+         * scores are masked to -inf below */
+#pragma unroll
+        for (int i = 0; i < NCV; i++)
+            if (!ok[r]) vr[r][i] = make_uint4(0, 0, 0, 0);
+    }
+
+    /* scores: partial dots of this lane's slice, then summed over the team */
+    float s[R][GB];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+#pragma unroll
+        for (int g = 0; g < GB; g++) s[r][g] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NCK; i++) {
+            float kf[8];
+            f16x8_to_f32(kr[r][i], kf);
+#pragma unroll
+            for (int g = 0; g < GB; g++)
+#pragma unroll
+                for (int e = 0; e < 8; e++) s[r][g] = fmaf(qr[g][i * 8 + e], kf[e], s[r][g]);
+        }
+    }
+#pragma unroll
+    for (int off = T / 2; off > 0; off >>= 1)
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int g = 0; g < GB; g++) s[r][g] += __shfl_xor_sync(0xffffffffu, s[r][g], off);
+
+    /* softcap on the scaled score, then log2 units; masked rows -inf */
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int g = 0; g < GB; g++) {
+            float x = s[r][g];
+            if (softcap > 0.0f) x = softcap * tanhf(x / softcap);
+            s[r][g] = ok[r] ? x * LOG2E_F : -INFINITY;
+        }
+
+    /* online softmax, one rescale per R rows */
+#pragma unroll
+    for (int g = 0; g < GB; g++) {
+        float mx = m[g];
+#pragma unroll
+        for (int r = 0; r < R; r++) mx = fmaxf(mx, s[r][g]);
+        const float corr = exp2_rel(m[g], mx);
+        l[g] *= corr;
+#pragma unroll
+        for (int e = 0; e < NCV * 8; e++) acc[g][e] *= corr;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            s[r][g] = exp2_rel(s[r][g], mx);  /* now the row's weight p */
+            l[g] += s[r][g];
+        }
+        m[g] = mx;
+    }
+
+    /* acc += p * v: each V vector widened once, used by all GB heads */
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int i = 0; i < NCV; i++) {
+            float vf[8];
+            f16x8_to_f32(vr[r][i], vf);
+#pragma unroll
+            for (int g = 0; g < GB; g++)
+#pragma unroll
+                for (int e = 0; e < 8; e++) acc[g][i * 8 + e] = fmaf(s[r][g], vf[e], acc[g][i * 8 + e]);
+        }
+}
+
 /* ---- kernel 1: one chunk of the cache, GB heads of one GQA group ----------------- */
 
 template <int T, int NCK, int NCV, int GB>
 __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) {
+    pdl_launch_dependents();
+    pdl_wait();
     constexpr int TEAMS = ATTN_THREADS / T;
     constexpr int R = attn_rows_per_step(NCK + NCV, GB);
+    constexpr int STEP = TEAMS * R;  /* rows a CTA covers per step */
     const int split = blockIdx.x, t = blockIdx.z;
     const int kvh = blockIdx.y / a.n_slices, slice = blockIdx.y - kvh * a.n_slices;
     const int h0 = kvh * a.group + slice * GB;           /* first query head of this CTA */
     const int n_h = min(GB, a.group - slice * GB);       /* heads it owns (the rest are padding) */
-    const bool single = a.n_split == 1;
-    const int p = *a.pos + t;
-
-    if (p < 0 || p >= a.max_len) {  /* the host bound is broken: NaN out (see cuda_attention.h) */
-        if (single)
-            for (int i = threadIdx.x; i < n_h * a.hd_v; i += ATTN_THREADS)
-                a.out[((size_t)t * a.n_head + h0) * a.hd_v + i] = NAN;
-        return;  /* with splits, attn_merge writes the NaN */
-    }
-    const int j0 = a.window > 0 ? max(0, p - a.window + 1) : 0;
-    const int lo = max(split * ATTN_CHUNK, j0), hi = min(split * ATTN_CHUNK + ATTN_CHUNK, p + 1);
-    if (lo >= hi) {  /* chunk outside [j0, p]: an empty state (the merge skips it anyway) */
-        if (!single && threadIdx.x < n_h)
-            a.part_ml[((size_t)t * a.n_head + h0 + threadIdx.x) * a.n_split + split] = make_float2(-INFINITY, 0.0f);
-        return;
-    }
-
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int tl = lane % T, team = threadIdx.x / T;
     const int ck = a.hd_k / 8, cv = a.hd_v / 8;  /* 16-byte vectors per row */
+    const int C = a.chunk, base0 = split * C;
+    const size_t k_row = (size_t)a.n_head_kv * a.hd_k, v_row = (size_t)a.n_head_kv * a.hd_v;  /* elements */
+    const uint16_t *kb = a.k + (size_t)kvh * a.hd_k, *vb = a.v + (size_t)kvh * a.hd_v;
 
-    /* this lane's slice of the GB query vectors, pre-scaled (one rounding per
-     * element, instead of a multiply per score) */
+    /* In flight together, before anything waits: *pos, this lane's slice of
+     * the GB query vectors, and the chunk's first step of K/V rows (any row
+     * < max_len is inside the cache; which of them count is decided below). */
+    const int pos0 = *a.pos;
     float qr[GB][NCK * 8];
 #pragma unroll
     for (int g = 0; g < GB; g++)
 #pragma unroll
         for (int i = 0; i < NCK; i++) {
             const int c = tl + i * T;
-            float4 x0 = make_float4(0.f, 0.f, 0.f, 0.f), x1 = x0;
-            if (g < n_h && c < ck) {
-                const float4 *src = (const float4 *)(a.q + ((size_t)t * a.n_head + h0 + g) * a.hd_k) + 2 * c;
-                x0 = __ldg(src), x1 = __ldg(src + 1);
-            }
-            qr[g][i * 8 + 0] = x0.x * a.scale, qr[g][i * 8 + 1] = x0.y * a.scale;
-            qr[g][i * 8 + 2] = x0.z * a.scale, qr[g][i * 8 + 3] = x0.w * a.scale;
-            qr[g][i * 8 + 4] = x1.x * a.scale, qr[g][i * 8 + 5] = x1.y * a.scale;
-            qr[g][i * 8 + 6] = x1.z * a.scale, qr[g][i * 8 + 7] = x1.w * a.scale;
+            const bool in = g < n_h && c < ck;
+            const float4 *src = (const float4 *)(a.q + ((size_t)t * a.n_head + h0 + (in ? g : 0)) * a.hd_k) + 2 * c;
+            const uint4 x0 = ld_nc_u4(src, in), x1 = ld_nc_u4(src + 1, in);
+            qr[g][i * 8 + 0] = __uint_as_float(x0.x), qr[g][i * 8 + 1] = __uint_as_float(x0.y);
+            qr[g][i * 8 + 2] = __uint_as_float(x0.z), qr[g][i * 8 + 3] = __uint_as_float(x0.w);
+            qr[g][i * 8 + 4] = __uint_as_float(x1.x), qr[g][i * 8 + 5] = __uint_as_float(x1.y);
+            qr[g][i * 8 + 6] = __uint_as_float(x1.z), qr[g][i * 8 + 7] = __uint_as_float(x1.w);
         }
+    uint4 kr[R][NCK], vr[R][NCV];
+    attn_load_step<T, R, NCK, NCV>(kr, vr, kb, vb, k_row, v_row, base0 + team * R, 0, a.max_len, tl, ck, cv);
+
+    const int p = pos0 + t;
+    if (p < 0 || p >= a.max_len) {  /* the host bound is broken: NaN out (see cuda_attention.h) */
+        if (!a.merge_kernel && split == 0)  /* one CTA per head slice writes it; else attn_merge does */
+            for (int i = threadIdx.x; i < n_h * a.hd_v; i += ATTN_THREADS)
+                a.out[((size_t)t * a.n_head + h0) * a.hd_v + i] = NAN;
+        return;
+    }
+    const int j0 = a.window > 0 ? max(0, p - a.window + 1) : 0;
+    /* the active splits: those that hold rows of [j0, p]. A shift, not a
+     * division by the runtime chunk: the ~10 registers of an integer division,
+     * live while the prefetched rows are in flight, cost 16 registers at the
+     * peak (144 instead of 128 at GB 4: one CTA per SM fewer). */
+    const int s_lo = j0 >> a.chunk_log2, s_hi = p >> a.chunk_log2;
+    if (split < s_lo || split > s_hi) return;  /* nothing to do, and nobody waits for this CTA */
+    const int n_active = s_hi - s_lo + 1;
+    const int lo = max(base0, j0), hi = min(base0 + C, p + 1);  /* lo < hi for an active split */
+
+    /* pre-scale q (one rounding per element, instead of a multiply per score) */
+#pragma unroll
+    for (int g = 0; g < GB; g++)
+#pragma unroll
+        for (int e = 0; e < NCK * 8; e++) qr[g][e] *= a.scale;
 
     float m[GB], l[GB], acc[GB][NCV * 8];
 #pragma unroll
@@ -160,94 +363,22 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
         for (int e = 0; e < NCV * 8; e++) acc[g][e] = 0.0f;
     }
 
-    const size_t k_row = (size_t)a.n_head_kv * a.hd_k, v_row = (size_t)a.n_head_kv * a.hd_v;  /* elements */
-    const uint16_t *kb = a.k + (size_t)kvh * a.hd_k, *vb = a.v + (size_t)kvh * a.hd_v;
-
-    /* The trip count depends only on lo and hi, so every lane of the CTA runs
-     * the same steps and the shuffles below always see their whole warp; rows
-     * past hi are predicated off (no load: rows past p may hold anything). */
-    for (int base = lo; base < hi; base += TEAMS * R) {
-        uint4 kr[R][NCK], vr[R][NCV];
-        bool ok[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const int row = base + team * R + r;
-            ok[r] = row < hi;
-#pragma unroll
-            for (int i = 0; i < NCK; i++) {
-                const int c = tl + i * T;
-                kr[r][i] = ok[r] && c < ck ? __ldg((const uint4 *)(kb + row * k_row) + c) : make_uint4(0, 0, 0, 0);
-            }
-#pragma unroll
-            for (int i = 0; i < NCV; i++) {
-                const int c = tl + i * T;
-                vr[r][i] = ok[r] && c < cv ? __ldg((const uint4 *)(vb + row * v_row) + c) : make_uint4(0, 0, 0, 0);
-            }
-        }
-
-        /* scores: partial dots of this lane's slice, then summed over the team */
-        float s[R][GB];
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-#pragma unroll
-            for (int g = 0; g < GB; g++) s[r][g] = 0.0f;
-#pragma unroll
-            for (int i = 0; i < NCK; i++) {
-                float kf[8];
-                f16x8_to_f32(kr[r][i], kf);
-#pragma unroll
-                for (int g = 0; g < GB; g++)
-#pragma unroll
-                    for (int e = 0; e < 8; e++) s[r][g] = fmaf(qr[g][i * 8 + e], kf[e], s[r][g]);
-            }
-        }
-#pragma unroll
-        for (int off = T / 2; off > 0; off >>= 1)
-#pragma unroll
-            for (int r = 0; r < R; r++)
-#pragma unroll
-                for (int g = 0; g < GB; g++) s[r][g] += __shfl_xor_sync(0xffffffffu, s[r][g], off);
-
-        /* softcap on the scaled score, then log2 units; masked rows -inf */
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int g = 0; g < GB; g++) {
-                float x = s[r][g];
-                if (a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
-                s[r][g] = ok[r] ? x * LOG2E_F : -INFINITY;
-            }
-
-        /* online softmax, one rescale per R rows */
-#pragma unroll
-        for (int g = 0; g < GB; g++) {
-            float mx = m[g];
-#pragma unroll
-            for (int r = 0; r < R; r++) mx = fmaxf(mx, s[r][g]);
-            const float corr = exp2_rel(m[g], mx);
-            l[g] *= corr;
-#pragma unroll
-            for (int e = 0; e < NCV * 8; e++) acc[g][e] *= corr;
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                s[r][g] = exp2_rel(s[r][g], mx);  /* now the row's weight p */
-                l[g] += s[r][g];
-            }
-            m[g] = mx;
-        }
-
-        /* acc += p * v: each V vector widened once, used by all GB heads */
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int i = 0; i < NCV; i++) {
-                float vf[8];
-                f16x8_to_f32(vr[r][i], vf);
-#pragma unroll
-                for (int g = 0; g < GB; g++)
-#pragma unroll
-                    for (int e = 0; e < 8; e++) acc[g][i * 8 + e] = fmaf(s[r][g], vf[e], acc[g][i * 8 + e]);
-            }
+    /* Every lane of the CTA runs the same steps (the count depends only on lo
+     * and hi), so the shuffles always see their whole warp. The first step
+     * uses the prefetched rows, unless a window starts deep inside the chunk:
+     * then the steps before it are skipped, the prefetch with them. (The first
+     * step is written out apart from the loop: folded into it behind a flag,
+     * ptxas used 167 registers instead of 128 at GB 4, one CTA per SM fewer
+     * at long contexts.) */
+    int base = base0 + (lo - base0) / STEP * STEP;
+    if (base == base0) {
+        attn_step<T, R, NCK, NCV, GB>(kr, vr, qr, m, l, acc, base0 + team * R, lo, hi, a.softcap);
+        base += STEP;
+    }
+    for (; base < hi; base += STEP) {
+        const int row0 = base + team * R;
+        attn_load_step<T, R, NCK, NCV>(kr, vr, kb, vb, k_row, v_row, row0, lo, hi, tl, ck, cv);
+        attn_step<T, R, NCK, NCV, GB>(kr, vr, qr, m, l, acc, row0, lo, hi, a.softcap);
     }
 
     /* teams of one warp hold the same dims in the same team lane: combine by
@@ -280,6 +411,7 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
     }
     __syncthreads();
 
+    const bool alone = n_active == 1;  /* this CTA holds all of [j0, p]: write out, no partials */
     for (int idx = threadIdx.x; idx < n_h * a.hd_v; idx += ATTN_THREADS) {
         const int g = idx / a.hd_v, d = idx - g * a.hd_v, h = h0 + g;
         float M = -INFINITY, L = 0.0f, A = 0.0f;
@@ -291,7 +423,7 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
             L += sm_l[w][g] * wt;
             A += sm_acc[w][g][d] * wt;
         }
-        if (single) {
+        if (alone) {
             /* lo < hi here, so M is finite; the sink joins max and denominator */
             if (a.sinks) {
                 const float s2 = __ldg(a.sinks + h) * LOG2E_F, Ms = fmaxf(M, s2), f = exp2f(M - Ms);
@@ -305,9 +437,64 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
             if (d == 0) a.part_ml[th] = make_float2(M, L);
         }
     }
+    if (alone || a.merge_kernel) return;
+
+    /* ---- the merge, by the last of the n_active CTAs of (token, head slice) to
+     * get here. Classic threadfence reduction: every thread fences its own
+     * partial stores before the barrier, thread 0 counts the arrival; the last
+     * CTA fences again before reading the others' partials through L2 (__ldcg:
+     * they were written during this launch, so not through the non-coherent
+     * path). atomicInc wraps at n_active - 1: the last arrival leaves 0. */
+    __shared__ unsigned sm_last;
+    __shared__ float sm_w[GB][ATTN_FUSED_MAX_SPLITS];
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned *cnt = a.counters + (size_t)t * gridDim.y + blockIdx.y;
+        sm_last = atomicInc(cnt, (unsigned)(n_active - 1)) == (unsigned)(n_active - 1);
+    }
+    __syncthreads();
+    if (!sm_last) return;
+    __threadfence();
+
+    /* per head: lane s holds split s_lo + s; M and L by warp reductions, then
+     * each split's weight exp2(m_s - M) / L (sink in max and denominator) */
+    for (int g = warp; g < n_h; g += ATTN_WARPS) {
+        const int h = h0 + g;
+        const size_t th = ((size_t)t * a.n_head + h) * a.n_split + s_lo;
+        const float2 e = lane < n_active ? __ldcg(a.part_ml + th + lane) : make_float2(-INFINITY, 0.0f);
+        float M = e.x;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
+        const float s2 = a.sinks ? __ldg(a.sinks + h) * LOG2E_F : -INFINITY;
+        M = fmaxf(M, s2);  /* finite: split s_hi holds row p */
+        const float w = exp2f(e.x - M);  /* 0 for the lanes past n_active (e.x = -inf) */
+        float L = e.y * w;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) L += __shfl_xor_sync(0xffffffffu, L, off);
+        if (a.sinks) L += exp2f(s2 - M);
+        sm_w[g][lane] = w / L;
+    }
+    __syncthreads();
+
+    /* out = sum_s w_s acc_s, float4 columns, the splits' loads independent */
+    const int n_c4 = a.hd_v / 4;
+    for (int idx = threadIdx.x; idx < n_h * n_c4; idx += ATTN_THREADS) {
+        const int g = idx / n_c4, c = idx - g * n_c4;
+        const size_t th = ((size_t)t * a.n_head + h0 + g) * a.n_split + s_lo;
+        const float4 *pa = (const float4 *)(a.part_acc + th * a.hd_v) + c;
+        float4 A = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+        for (int s = 0; s < n_active; s++) {
+            const float w = sm_w[g][s];
+            const float4 x = __ldcg(pa + (size_t)s * n_c4);
+            A.x = fmaf(w, x.x, A.x), A.y = fmaf(w, x.y, A.y), A.z = fmaf(w, x.z, A.z), A.w = fmaf(w, x.w, A.w);
+        }
+        ((float4 *)(a.out + ((size_t)t * a.n_head + h0 + g) * a.hd_v))[c] = A;
+    }
 }
 
-/* ---- kernel 2: merge the splits of one (token, head) ------------------------------ */
+/* ---- kernel 2 (long contexts): merge the splits of one (token, head) -------------- */
 
 /* Block-wide max / sum of one value per thread (all threads get the result). */
 static __device__ float block_reduce(float x, bool is_max, float *red) {
@@ -326,10 +513,13 @@ static __device__ float block_reduce(float x, bool is_max, float *red) {
 
 /* Only the splits that intersect [j0, p] are read, found from *pos like
  * attn_split does: a long max_len bucket at a short position costs the merge
- * nothing. Threads are (hd_v / 4 float4 columns) x (groups that take every
+ * nothing, and when one split holds all of [j0, p] attn_split has written
+ * out already. Threads are (hd_v / 4 float4 columns) x (groups that take every
  * n_grp-th split), so a long context's hundreds of splits are walked by
  * several groups at once; the groups then add up through shared memory. */
 __global__ void __launch_bounds__(ATTN_MERGE_THREADS) attn_merge(const attn_params a) {
+    pdl_launch_dependents();
+    pdl_wait();
     __shared__ float red[ATTN_MERGE_THREADS / 32];
     __shared__ float4 part[ATTN_MERGE_THREADS];
     const int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x;
@@ -340,7 +530,8 @@ __global__ void __launch_bounds__(ATTN_MERGE_THREADS) attn_merge(const attn_para
         return;
     }
     const int j0 = a.window > 0 ? max(0, p - a.window + 1) : 0;
-    const int s_lo = j0 / ATTN_CHUNK, s_hi = p / ATTN_CHUNK;
+    const int s_lo = j0 >> a.chunk_log2, s_hi = p >> a.chunk_log2;
+    if (s_lo == s_hi) return;  /* one active split: attn_split wrote out */
     const size_t th = ((size_t)t * a.n_head + h) * a.n_split;
     const float2 *ml = a.part_ml + th;
 
@@ -390,11 +581,14 @@ typedef void (*attn_kernel_fn)(attn_params);
 
 typedef struct attn_row {
     int T, nck, ncv, gb;
+    int step_rows;       /* rows a CTA covers per step: (ATTN_THREADS / T) * R */
     attn_kernel_fn fn;
     const char *kernel;  /* for error messages */
 } attn_row;
 
-#define ATTN_ROW(T, NK, NV, GB) {T, NK, NV, GB, attn_split<T, NK, NV, GB>, "attn_split<" #T "," #NK "," #NV "," #GB ">"}
+#define ATTN_ROW(T, NK, NV, GB)                                                                           \
+    {T, NK, NV, GB, (ATTN_THREADS / T) * attn_rows_per_step(NK + NV, GB), attn_split<T, NK, NV, GB>, \
+     "attn_split<" #T "," #NK "," #NV "," #GB ">"}
 #define ATTN_ROWS_GB4(T, NK, NV) ATTN_ROW(T, NK, NV, 1), ATTN_ROW(T, NK, NV, 2), ATTN_ROW(T, NK, NV, 4)
 
 static const attn_row attn_rows[] = {
@@ -405,11 +599,13 @@ static const attn_row attn_rows[] = {
     ATTN_ROWS_GB4(32, 2, 2),                          /* both <= 512 */
 };
 
-static const attn_row *attn_pick(int hd_k, int hd_v, int group) {
+/* GB: the group rounded up to a power of two, capped by the register budget
+ * (8 for head dims <= 256, 4 above) and, for one token, at 4 (see the top). */
+static const attn_row *attn_pick(int hd_k, int hd_v, int group, int n_tok) {
     const int vecs = (hd_k > hd_v ? hd_k : hd_v) / 8;
     const int T = vecs <= 8 ? 8 : vecs <= 16 ? 16 : 32;
     const int nck = CEIL_DIV(hd_k / 8, T), ncv = CEIL_DIV(hd_v / 8, T);
-    const int gb_max = nck + ncv <= 2 ? 8 : 4;
+    const int gb_max = nck + ncv <= 2 && n_tok > 1 ? 8 : 4;
     int gb = 1;
     while (gb < group && gb < gb_max) gb *= 2;
     for (size_t i = 0; i < sizeof attn_rows / sizeof attn_rows[0]; i++) {
@@ -419,29 +615,51 @@ static const attn_row *attn_pick(int hd_k, int hd_v, int group) {
     return NULL;
 }
 
-/* ---- scratch, launcher, op entry ------------------------------------------------------- */
+/* ---- chunk, scratch, launcher, op entry ---------------------------------------------- */
 
-static int attn_n_split(int max_len) { return CEIL_DIV(max_len, ATTN_CHUNK); }
+/* The smallest power of two >= max(ATTN_CHUNK_MIN, one step of the kernel)
+ * with n_tok * n_split <= ATTN_SPLITS_PER_TOKEN, at most ATTN_CHUNK_MAX. */
+static int attn_chunk(const attn_row *r, int n_tok, int max_len) {
+    int c = ATTN_CHUNK_MIN;
+    while (c < r->step_rows) c *= 2;
+    while (c < ATTN_CHUNK_MAX && (int64_t)n_tok * CEIL_DIV(max_len, c) > ATTN_SPLITS_PER_TOKEN) c *= 2;
+    return c;
+}
 
-/* (m, l) pairs first, rounded up to 256 bytes so the acc floats start float4-aligned */
-static bool attn_scratch_layout(int n_tok, int n_head, int hd_v, int max_len, uint64_t *ml_bytes, uint64_t *total) {
-    const int n_split = attn_n_split(max_len);
-    uint64_t parts = 0, ml = 0, acc = 0;
-    if (!nib_mul_u64((uint64_t)n_tok, (uint64_t)n_head, &parts) || !nib_mul_u64(parts, (uint64_t)n_split, &parts) ||
-        !nib_mul_u64(parts, sizeof(float2), &ml) || !nib_add_u64(ml, 255, &ml) ||
+/* An upper bound on n_tok * n_split over every call with this n_tok (or
+ * fewer) and this max_len (or less), whatever the shapes: n_split <=
+ * ceil(max_len / ATTN_CHUNK_MIN) always, and n_tok * n_split <=
+ * ATTN_SPLITS_PER_TOKEN unless the chunk is ATTN_CHUNK_MAX. Both terms grow
+ * with n_tok and max_len, so a scratch sized for the largest batch and bucket
+ * serves them all. */
+static uint64_t attn_token_splits_max(int n_tok, int max_len) {
+    const uint64_t small = (uint64_t)n_tok * (uint64_t)CEIL_DIV(max_len, ATTN_CHUNK_MIN);
+    uint64_t big = (uint64_t)n_tok * (uint64_t)CEIL_DIV(max_len, ATTN_CHUNK_MAX);
+    if (big < ATTN_SPLITS_PER_TOKEN) big = ATTN_SPLITS_PER_TOKEN;
+    return small < big ? small : big;
+}
+
+/* Counters, then (m, l) pairs rounded up to 256 bytes, then the acc floats
+ * (both float4-aligned): `parts` (token, head, split) triples. */
+static bool attn_scratch_layout(uint64_t parts, int hd_v, uint64_t *ml_end, uint64_t *total) {
+    uint64_t ml = 0, acc = 0;
+    if (!nib_mul_u64(parts, sizeof(float2), &ml) || !nib_add_u64(ml, ATTN_COUNTER_BYTES + 255, &ml) ||
         !nib_mul_u64(parts, (uint64_t)hd_v * sizeof(float), &acc))
         return false;
     ml &= ~(uint64_t)255;
-    if (!nib_add_u64(ml, acc, total) || *total > SIZE_MAX) return false;
-    *ml_bytes = ml;
+    if (!nib_add_u64(ml, acc, total) || !nib_add_u64(*total, 255, total) || *total > SIZE_MAX) return false;
+    *total &= ~(uint64_t)255;
+    *ml_end = ml;
     return true;
 }
 
 extern "C" size_t nib_cuda_attention_scratch_bytes(int n_tok, int n_head, int hd_v, int max_len) {
     if (n_tok < 1 || n_head < 1 || hd_v < 1 || max_len < 1) return 0;
-    if (attn_n_split(max_len) == 1) return 0;  /* the single-split path writes out directly */
-    uint64_t ml = 0, total = 0;
-    if (!attn_scratch_layout(n_tok, n_head, hd_v, max_len, &ml, &total)) return SIZE_MAX;
+    if (max_len <= ATTN_CHUNK_MIN) return 0;  /* always one split: it writes out directly */
+    uint64_t parts = 0, ml = 0, total = 0;
+    if (!nib_mul_u64(attn_token_splits_max(n_tok, max_len), (uint64_t)n_head, &parts) ||
+        !attn_scratch_layout(parts, hd_v, &ml, &total))
+        return SIZE_MAX;
     return (size_t)total;
 }
 
@@ -449,16 +667,17 @@ static nib_status attn_launch(const attn_params *p, const attn_row *r, cudaStrea
     const dim3 grid((unsigned)p->n_split, (unsigned)(p->n_head_kv * p->n_slices), (unsigned)p->n_tok);
     r->fn<<<grid, ATTN_THREADS, 0, stream>>>(*p);
     cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess && p->n_split > 1) {
+    if (e == cudaSuccess && p->merge_kernel) {
         attn_merge<<<dim3((unsigned)p->n_head, (unsigned)p->n_tok), ATTN_MERGE_THREADS, 0, stream>>>(*p);
         e = cudaGetLastError();
         if (e != cudaSuccess) r = NULL;  /* name the merge below */
     }
     if (e != cudaSuccess) {
-        char what[224];
-        snprintf(what, sizeof what, "launch of %s (n_tok %d, n_head %d, n_head_kv %d, hd_k %d, hd_v %d, max_len %d, %d splits)",
+        char what[256];
+        snprintf(what, sizeof what,
+                 "launch of %s (n_tok %d, n_head %d, n_head_kv %d, hd_k %d, hd_v %d, max_len %d, %d splits of %d)",
                  r ? r->kernel : "attn_merge", p->n_tok, p->n_head, p->n_head_kv, p->hd_k, p->hd_v, p->max_len,
-                 p->n_split);
+                 p->n_split, p->chunk);
         cuda_ok(e, "cudaGetLastError()", what, err);
         return err ? err->status : NIB_ERR_IO;
     }
@@ -489,7 +708,7 @@ extern "C" nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, n
     ATTN_ARG(misaligned(a->q) || misaligned(a->k) || misaligned(a->v) || misaligned(a->out),
              "q, k, v and out must be 16-byte aligned (the kernels load 16-byte vectors)");
 
-    const attn_row *r = attn_pick(a->hd_k, a->hd_v, a->n_head / a->n_head_kv);
+    const attn_row *r = attn_pick(a->hd_k, a->hd_v, a->n_head / a->n_head_kv, a->n_tok);
     ATTN_ARG(!r, "no kernel for hd_k %d, hd_v %d", a->hd_k, a->hd_v);  /* not reachable with the checks above */
     attn_params p;
     memset(&p, 0, sizeof p);
@@ -497,7 +716,10 @@ extern "C" nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, n
     p.n_tok = a->n_tok, p.n_head = a->n_head, p.n_head_kv = a->n_head_kv, p.hd_k = a->hd_k, p.hd_v = a->hd_v;
     p.group = a->n_head / a->n_head_kv;
     p.n_slices = CEIL_DIV(p.group, r->gb);
-    p.window = a->window, p.max_len = a->max_len, p.n_split = attn_n_split(a->max_len);
+    p.window = a->window, p.max_len = a->max_len;
+    p.chunk = attn_chunk(r, a->n_tok, a->max_len);
+    while (1 << p.chunk_log2 < p.chunk) p.chunk_log2++;
+    p.n_split = CEIL_DIV(a->max_len, p.chunk);
     p.scale = a->scale, p.softcap = a->softcap;
     ATTN_ARG((int64_t)a->n_head_kv * p.n_slices > 65535, "n_head_kv %d x %d head slices exceeds the grid's 65535",
              a->n_head_kv, p.n_slices);
@@ -505,10 +727,15 @@ extern "C" nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, n
         ATTN_ARG(!a->scratch, "scratch is NULL but max_len %d needs %d splits (nib_cuda_attention_scratch_bytes)",
                  a->max_len, p.n_split);
         ATTN_ARG(misaligned(a->scratch), "scratch must be 16-byte aligned");
-        uint64_t ml = 0, total = 0;
-        ATTN_ARG(!attn_scratch_layout(p.n_tok, p.n_head, p.hd_v, p.max_len, &ml, &total), "scratch size overflows");
-        p.part_ml = (float2 *)a->scratch;
+        uint64_t parts = (uint64_t)p.n_tok * (uint64_t)p.n_head * (uint64_t)p.n_split, ml = 0, total = 0;
+        ATTN_ARG(!attn_scratch_layout(parts, p.hd_v, &ml, &total), "scratch size overflows");
+        p.counters = (unsigned *)a->scratch;
+        p.part_ml = (float2 *)((uint8_t *)a->scratch + ATTN_COUNTER_BYTES);
         p.part_acc = (float *)((uint8_t *)a->scratch + ml);
+        /* the last CTA merges when it can read every split with one lane and
+         * every (token, head slice) has a counter; else attn_merge does */
+        p.merge_kernel = p.n_split > ATTN_FUSED_MAX_SPLITS ||
+                         (int64_t)p.n_tok * p.n_head_kv * p.n_slices > ATTN_COUNTERS;
     }
 #undef ATTN_ARG
     return attn_launch(&p, r, (cudaStream_t)stream, err);

@@ -118,6 +118,13 @@ nib_status nib_cuda_act_quantize(const float *x, int64_t n, int n_tok, void *act
 nib_status nib_cuda_matmul(const nib_cuda_weight *w, const float *x, const void *act, int n_tok, float *y, bool add,
                            void *stream, nib_error *err);
 
+/* One token's y = W x with the greedy pick fused in: *best (0 before the
+ * call) ends as the largest key (orderable value bits << 32 | 0xFFFFFFFF -
+ * row) over the rows, so the argmax is 0xFFFFFFFF - (uint32_t)*best (the
+ * first maximum; NaN rows never win; *best stays 0 if every row is NaN). */
+nib_status nib_cuda_matmul_argmax(const nib_cuda_weight *w, const float *x, const void *act, float *y,
+                                  uint64_t *best, void *stream, nib_error *err);
+
 typedef enum nib_cuda_glu { NIB_CUDA_GLU_SILU = 1, NIB_CUDA_GLU_GELU_TANH = 2 } nib_cuda_glu;
 /* h[t] = act(gate x[t]) * (up x[t]): one kernel when gate and up share a
  * quantized format; otherwise two products and an elementwise pass, using

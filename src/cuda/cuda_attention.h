@@ -8,6 +8,10 @@
  *
  *     size_t sb = nib_cuda_attention_scratch_bytes(1, n_head, hd_v, max_len);   // at load
  *     void *scratch = sb ? nib_cuda_alloc(sb, &err) : NULL;                     // at load
+ *     if (scratch) {                                 // at load, once: zero it (the merge counters)
+ *         nib_cuda_fill_f32((float *)scratch, 0.0f, sb / sizeof(float), &err);
+ *         nib_cuda_sync(&err);                       // fill runs on the legacy stream
+ *     }
  *     nib_cuda_attn a = {q, k_cache, v_cache, out, pos_dev, 1, n_head, n_head_kv, hd, hd,
  *                        n_ctx, 0, 1.0f / sqrtf(hd), 0.0f, NULL, max_len, scratch};
  *     nib_cuda_attention(&a, stream, &err);                                     // per token
@@ -53,14 +57,28 @@ typedef struct nib_cuda_attn {
                                denominator only (contributes exp(sink - max) to the sum, no value) */
     int max_len;            /* host-known upper bound on *pos + n_tok (e.g. a context bucket); it fixes the
                                split-K grid, so one captured graph serves every length <= max_len */
-    void *scratch;          /* nib_cuda_attention_scratch_bytes(...) bytes of device memory */
+    void *scratch;          /* nib_cuda_attention_scratch_bytes(...) bytes of device memory, zeroed once at
+                               allocation (see below); NULL allowed when max_len <= 32 */
 } nib_cuda_attn;
 
-/* Device scratch for the split-K partials: (n_tok, n_head, n_split) pairs (m, l)
- * and (n_tok, n_head, n_split, hd_v) floats, n_split = ceil(max_len / 256).
- * 0 when max_len <= 256 (one split: no partials, scratch may be NULL) or when
- * an argument is < 1; SIZE_MAX if the size overflows (so the allocation fails
- * loudly). */
+/* Device scratch for the split-K partials: 4 KB of merge counters (uint32),
+ * then (token, head, split) pairs (m, l) and rows of hd_v floats; the number
+ * of splits is picked per call from max_len and the shapes (chunks of 32 to
+ * 256 rows). The size returned covers every call with n_tok' <= n_tok, the
+ * same n_head and hd_v, and max_len' <= max_len, so one allocation sized for
+ * the largest batch and bucket serves every step and every layer on one
+ * stream.
+ *
+ * The scratch must be zeroed once after allocation (at least its first 4096
+ * bytes; zeroing all of it, as in the usage above, is simplest): the kernels
+ * keep an arrival counter per (token, KV-head slice) there that the last
+ * arriving chunk resets to 0, so it is 0 again after every call and every
+ * graph replay. Scratch is not shared between calls that can run at the same
+ * time (two streams need two scratches).
+ *
+ * 0 when max_len <= 32 (always one split: no partials, scratch may be NULL)
+ * or when an argument is < 1; SIZE_MAX if the size overflows (so the
+ * allocation fails loudly). */
 size_t nib_cuda_attention_scratch_bytes(int n_tok, int n_head, int hd_v, int max_len);
 
 /* out = softmax(scale * q K^T (softcapped, windowed, causal) [+ sink]) V on

@@ -47,6 +47,10 @@ nib_status nib_cuda_add_norm(const nib_cuda_norm_args *a, void *stream, nib_erro
 typedef struct nib_cuda_qkv_args {
     float *q;                        /* (n_tok, n_head, hd_k) */
     const float *k, *v;              /* (n_tok, n_head_kv, hd_k), (n_tok, n_head_kv, hd_v) */
+    int q_stride, k_stride, v_stride;/* floats between tokens; 0 = packed. A fused QKV projection leaves
+                                        q, k, v interleaved per token: q = y, k = y + n_q, v = y + n_q + n_k
+                                        with stride n_q + n_k + n_v */
+    float *q_out;                    /* where the rotated q goes, packed (n_tok, n_head, hd_k); NULL = in place */
     const float *bq, *bk, *bv;       /* biases or NULL */
     const float *q_norm, *k_norm;    /* (hd_k) or NULL */
     float eps;
@@ -56,14 +60,18 @@ typedef struct nib_cuda_qkv_args {
     bool neox;                       /* pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
     float rope_base, rope_scale;     /* positions are divided by rope_scale */
     const float *rope_freqs;         /* (n_rot/2) divisors of the frequencies, or NULL */
+    const double *inv_freq;          /* (n_rot/2) base^(-2i/n_rot) / rope_freqs[i] computed on the host, or NULL
+                                        (then computed here from rope_base and rope_freqs) */
 } nib_cuda_qkv_args;
 nib_status nib_cuda_qkv_rope(const nib_cuda_qkv_args *a, void *stream, nib_error *err);
 
 /* ---- the end of the step --------------------------------------------------------- */
 /* x = c * tanh(x / c) over n floats (final logit softcap). */
 nib_status nib_cuda_softcap(float *x, int64_t n, float c, void *stream, nib_error *err);
-/* *out = the index of the largest of n floats (lowest index on ties, NaN never wins). */
-nib_status nib_cuda_argmax(const float *x, int64_t n, int32_t *out, void *stream, nib_error *err);
+/* *out = the key of the largest of n floats, as nib_cuda_matmul_argmax leaves
+ * it: the index is 0xFFFFFFFF - (uint32_t)*out (lowest index on ties, NaN
+ * never wins; 0 when all are NaN). */
+nib_status nib_cuda_argmax(const float *x, int64_t n, uint64_t *out, void *stream, nib_error *err);
 
 /* ---- streams, graphs, pinned memory ---------------------------------------------- */
 void *nib_cuda_stream_new(nib_error *err);

@@ -78,7 +78,7 @@ nib_status nib_cuda_softcap(float *x, int64_t n, float c, void *stream, nib_erro
     (void)x, (void)n, (void)c, (void)stream;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }
-nib_status nib_cuda_argmax(const float *x, int64_t n, int32_t *out, void *stream, nib_error *err) {
+nib_status nib_cuda_argmax(const float *x, int64_t n, uint64_t *out, void *stream, nib_error *err) {
     (void)x, (void)n, (void)out, (void)stream;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }
@@ -122,6 +122,11 @@ nib_status nib_cuda_act_quantize(const float *x, int64_t n, int n_tok, void *act
 nib_status nib_cuda_matmul(const nib_cuda_weight *w, const float *x, const void *act, int n_tok, float *y, bool add,
                            void *stream, nib_error *err) {
     (void)w, (void)x, (void)act, (void)n_tok, (void)y, (void)add, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+nib_status nib_cuda_matmul_argmax(const nib_cuda_weight *w, const float *x, const void *act, float *y,
+                                  uint64_t *best, void *stream, nib_error *err) {
+    (void)w, (void)x, (void)act, (void)y, (void)best, (void)stream;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }
 nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib_cuda_weight *up, const float *x,

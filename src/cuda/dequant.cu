@@ -31,6 +31,7 @@
 #include "cuda/cuda_dequant.h"
 #include "cuda/cuda_internal.h"
 #include "cuda/iq_grids_dev.cuh"
+#include "cuda/pdl.cuh"
 #include "quant/blocks.h"
 
 #define GET_ROWS_THREADS 128 /* threads per block: 4 warps, 128 pieces of a row */
@@ -504,6 +505,8 @@ template <class D>
 __global__ void __launch_bounds__(GET_ROWS_THREADS)
 get_rows(const uint8_t *__restrict__ W, size_t row_bytes, int n_in, int n_out, const int32_t *__restrict__ ids,
          int n_tok, float scale, float *__restrict__ out) {
+    pdl_launch_dependents(); /* lets the next kernel of the step get scheduled early (cuda/pdl.cuh) */
+    pdl_wait();
     constexpr int PPB = D::QK / D::PE; /* pieces per block */
     const int n_pieces = n_in / D::PE;
     for (int t = blockIdx.y; t < n_tok; t += gridDim.y) {

@@ -21,11 +21,12 @@ typedef struct mm_args {
     const float *x;                  /* (n_tok, n_in) f32: the float path reads these */
     act_q8 a;                        /* the same rows quantized: the dp4a path reads these */
     float *y;                        /* (n_tok, n_out) */
+    unsigned long long *best;        /* NULL, or the fused argmax's key (one token) */
     int n_tok, add, glu;
     cudaStream_t stream;
 } mm_args;
 
-typedef void (*mm_launch_fn)(const mm_args *a);
+typedef cudaError_t (*mm_launch_fn)(const mm_args *a);
 
 /* Grid. Blocks loop over rows (grid stride), so a launch needs no more
  * blocks than the device holds at once: starting a block costs about as much
@@ -49,57 +50,67 @@ static cudaError_t occupancy_f16(int *blocks_per_sm, int threads) {
 /* Decode (one token) runs the lab's R/U winners; prompt chunks run R = 1,
  * U = 1, where NT_BATCH tokens already give each lane NT_BATCH independent
  * dots per item (and the unrolled code stays small enough to compile fast). */
+/* Decode (one token) runs the format's R/U, or U = 1 when a row has fewer
+ * items than one pass of U per lane (Qwen2.5-0.5B's 896-wide rows are 28
+ * items: with U = 4 three of every four dots would be padding). Prompt chunks
+ * run R = 1, U = 1, where NT_BATCH tokens already give each lane NT_BATCH
+ * independent dots per item (and the unrolled code stays small enough to
+ * compile fast). */
 template <class F, int R, int U>
-static void launch_q8(const mm_args *a) {
+static cudaError_t launch_q8(const mm_args *a) {
     const nib_cuda_weight *w = a->w;
     const int n_in = (int)w->n_in, n_out = (int)w->n_out;
+    if (a->n_tok == 1 && n_in / F::CH >= 32 * U)
+        return pdl_launch(gemv_q8<F, GEMV_WARPS, R, U, 1>, dim3(w->grid), dim3(GEMV_WARPS * 32), 0, a->stream, w->dev,
+                          w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->add, a->best);
     if (a->n_tok == 1)
-        gemv_q8<F, GEMV_WARPS, R, U, 1><<<w->grid, GEMV_WARPS * 32, 0, a->stream>>>(w->dev, w->row_bytes, a->a, a->y,
-                                                                                    n_out, n_in, n_out, a->add);
-    else
-        gemv_q8<F, GEMV_WARPS, 1, 1, NT_BATCH><<<dim3(CEIL_DIV(n_out, GEMV_WARPS), CEIL_DIV(a->n_tok, NT_BATCH)),
-                                                 GEMV_WARPS * 32, 0, a->stream>>>(w->dev, w->row_bytes, a->a, a->y,
-                                                                                  n_out, n_in, n_out, a->add);
+        return pdl_launch(gemv_q8<F, GEMV_WARPS, R, 1, 1>, dim3(w->grid), dim3(GEMV_WARPS * 32), 0, a->stream, w->dev,
+                          w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->add, a->best);
+    return pdl_launch(gemv_q8<F, GEMV_WARPS, 1, 1, NT_BATCH>,
+                      dim3(CEIL_DIV(n_out, GEMV_WARPS), CEIL_DIV(a->n_tok, NT_BATCH)), dim3(GEMV_WARPS * 32), 0,
+                      a->stream, w->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->add,
+                      (unsigned long long *)NULL);
 }
 
 template <class F, int R, int U>
-static void launch_q8_glu(const mm_args *a) {
+static cudaError_t launch_q8_glu(const mm_args *a) {
     const nib_cuda_weight *w = a->w;
     const int n_in = (int)w->n_in, n_out = (int)w->n_out;
+    if (a->n_tok == 1 && n_in / F::CH >= 32 * U)
+        return pdl_launch(gemv_q8_glu<F, GEMV_WARPS, R, U, 1>, dim3(w->grid), dim3(GEMV_WARPS * 32), 0, a->stream,
+                          w->dev, a->w_up->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->glu);
     if (a->n_tok == 1)
-        gemv_q8_glu<F, GEMV_WARPS, R, U, 1><<<w->grid, GEMV_WARPS * 32, 0, a->stream>>>(
-            w->dev, a->w_up->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->glu);
-    else
-        gemv_q8_glu<F, GEMV_WARPS, 1, 1, NT_BATCH><<<dim3(CEIL_DIV(n_out, GEMV_WARPS), CEIL_DIV(a->n_tok, NT_BATCH)),
-                                                     GEMV_WARPS * 32, 0, a->stream>>>(
-            w->dev, a->w_up->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->glu);
+        return pdl_launch(gemv_q8_glu<F, GEMV_WARPS, R, 1, 1>, dim3(w->grid), dim3(GEMV_WARPS * 32), 0, a->stream,
+                          w->dev, a->w_up->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->glu);
+    return pdl_launch(gemv_q8_glu<F, GEMV_WARPS, 1, 1, NT_BATCH>,
+                      dim3(CEIL_DIV(n_out, GEMV_WARPS), CEIL_DIV(a->n_tok, NT_BATCH)), dim3(GEMV_WARPS * 32), 0,
+                      a->stream, w->dev, a->w_up->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->glu);
 }
 
 template <bool BF16>
-static void launch_f16(const mm_args *a) {
+static cudaError_t launch_f16(const mm_args *a) {
     const nib_cuda_weight *w = a->w;
     const int n_in = (int)w->n_in, n_out = (int)w->n_out;
     const dim3 grid(w->grid, a->n_tok), block(GEMV_WARPS * 32);
     if (n_in % 8 == 0)
-        gemv_f16<BF16, true><<<grid, block, 0, a->stream>>>(w->dev, w->row_bytes, a->x, n_in, a->y, n_out, n_in, n_out,
-                                                           a->add);
-    else
-        gemv_f16<BF16, false><<<grid, block, 0, a->stream>>>(w->dev, w->row_bytes, a->x, n_in, a->y, n_out, n_in,
-                                                            n_out, a->add);
+        return pdl_launch(gemv_f16<BF16, true>, grid, block, 0, a->stream, w->dev, w->row_bytes, a->x, n_in, a->y,
+                          n_out, n_in, n_out, a->add, a->best);
+    return pdl_launch(gemv_f16<BF16, false>, grid, block, 0, a->stream, w->dev, w->row_bytes, a->x, n_in, a->y, n_out,
+                      n_in, n_out, a->add, a->best);
 }
 
 static cudaError_t occupancy_f32(int *bps, int threads) {
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(bps, gemv_f32<true>, threads, 0);
 }
-static void launch_f32(const mm_args *a) {
+static cudaError_t launch_f32(const mm_args *a) {
     const nib_cuda_weight *w = a->w;
     const int n_in = (int)w->n_in, n_out = (int)w->n_out;
     const dim3 grid(w->grid, a->n_tok), block(GEMV_WARPS * 32);
     if (n_in % 4 == 0)
-        gemv_f32<true><<<grid, block, 0, a->stream>>>(w->dev, w->row_bytes, a->x, n_in, a->y, n_out, n_in, n_out, a->add);
-    else
-        gemv_f32<false><<<grid, block, 0, a->stream>>>(w->dev, w->row_bytes, a->x, n_in, a->y, n_out, n_in, n_out,
-                                                       a->add);
+        return pdl_launch(gemv_f32<true>, grid, block, 0, a->stream, w->dev, w->row_bytes, a->x, n_in, a->y, n_out,
+                          n_in, n_out, a->add, a->best);
+    return pdl_launch(gemv_f32<false>, grid, block, 0, a->stream, w->dev, w->row_bytes, a->x, n_in, a->y, n_out, n_in,
+                      n_out, a->add, a->best);
 }
 
 typedef struct gemv_row {
@@ -119,13 +130,20 @@ typedef struct gemv_row {
  * bench/results/ for the measured rates. Q8_1 and Q8_K are activation
  * formats (no weights come in them): they have no row. */
 /* A quantized row: format F, R rows per warp, U items in flight per lane, P
- * persistent grid. R/U/P per format are the lab's winners on the H200
+ * persistent grid. R/P per format are the lab's winners on the H200
  * (bench/results/2026-11-30-h200-gemv.md, sweeps "/w" and "/u"): R=2 with a
  * persistent grid pays for the K-quants whose items are large (their
- * per-item activation loads are shared by the two rows), R=1 for the rest. */
-#define ROW_Q8(T, NAME, F, R, U, P)                                                                               \
-    {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U>, launch_q8_glu<F, R, U>, occupancy_q8<F, R, U>, \
-     GEMV_WARPS * (R), P}
+ * per-item activation loads are shared by the two rows), R=1 for the rest.
+ * In the decode step (bench/gpu-decode-notes.md, v3) the fused gate/up kernel,
+ * 2R rows per warp, streamed Q4_K at 3.0 TB/s while the plain R = 2 GEMVs got
+ * 1.7-1.8: the K-quants now run R = 4 plain and R/2 = 2 per matrix fused.
+ * U is 32 * U * CH = 4096 elements per pass where that holds (U = 4 for
+ * 32-element items, 2 for 64, 1 for 128 and more): dot_rows computes every
+ * pass's U items unconditionally, so a U that overshoots the common 4096-wide
+ * rows would waste loads and dp4a work on padding. */
+#define ROW_Q8(T, NAME, F, R, U, P)                                                                      \
+    {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U>, launch_q8_glu<F, ((R) > 1 ? (R) / 2 : 1), U>, \
+     occupancy_q8<F, R, U>, GEMV_WARPS * (R), P}
 
 static const gemv_row gemv_rows[] = {
     {NIB_TYPE_F16, "gemv_f16", false, launch_f16<false>, NULL, occupancy_f16<false>, GEMV_WARPS, true},
@@ -134,19 +152,19 @@ static const gemv_row gemv_rows[] = {
     ROW_Q8(Q4_1, "q4_1", fmt_q4_1, 1, 4, false),
     ROW_Q8(Q5_0, "q5_0", fmt_q5_0, 1, 4, false),
     ROW_Q8(Q5_1, "q5_1", fmt_q5_1, 1, 4, false),
-    ROW_Q8(Q8_0, "q8_0", fmt_q8_0, 1, 8, false),
-    ROW_Q8(Q2_K, "q2_K", fmt_q2_K, 4, 2, true),
-    ROW_Q8(Q3_K, "q3_K", fmt_q3_K, 1, 8, false),
-    ROW_Q8(Q4_K, "q4_K", fmt_q4_K, 2, 4, true),
-    ROW_Q8(Q5_K, "q5_K", fmt_q5_K, 2, 4, true),
-    ROW_Q8(Q6_K, "q6_K", fmt_q6_K, 2, 4, true),
+    ROW_Q8(Q8_0, "q8_0", fmt_q8_0, 1, 4, false),
+    ROW_Q8(Q2_K, "q2_K", fmt_q2_K, 4, 1, true),
+    ROW_Q8(Q3_K, "q3_K", fmt_q3_K, 1, 1, false),
+    ROW_Q8(Q4_K, "q4_K", fmt_q4_K, 4, 2, true),
+    ROW_Q8(Q5_K, "q5_K", fmt_q5_K, 4, 2, true),
+    ROW_Q8(Q6_K, "q6_K", fmt_q6_K, 4, 2, true),
     ROW_Q8(IQ4_NL, "iq4_nl", fmt_iq4_nl, 1, 4, false),
-    ROW_Q8(IQ4_XS, "iq4_xs", fmt_iq4_xs, 1, 4, false),
+    ROW_Q8(IQ4_XS, "iq4_xs", fmt_iq4_xs, 1, 2, false),
     ROW_Q8(MXFP4, "mxfp4", fmt_mxfp4, 1, 4, false),
     /* gemv_formats_extra.cuh: untuned (R = 1, U = 4 as the legacy formats) */
     {NIB_TYPE_F32, "gemv_f32", false, launch_f32, NULL, occupancy_f32, GEMV_WARPS, true},
-    ROW_Q8(TQ1_0, "tq1_0", fmt_tq1_0, 1, 4, false),
-    ROW_Q8(TQ2_0, "tq2_0", fmt_tq2_0, 1, 4, false),
+    ROW_Q8(TQ1_0, "tq1_0", fmt_tq1_0, 1, 1, false),
+    ROW_Q8(TQ2_0, "tq2_0", fmt_tq2_0, 1, 1, false),
     ROW_Q8(IQ2_XXS, "iq2_xxs", fmt_iq2_xxs, 1, 4, false),
     ROW_Q8(IQ2_XS, "iq2_xs", fmt_iq2_xs, 1, 4, false),
     ROW_Q8(IQ2_S, "iq2_s", fmt_iq2_s, 1, 4, false),
@@ -217,8 +235,9 @@ bool cuda_gemv_image_ok(char *reason, size_t n) {
     return false;
 }
 
-static nib_status launch_failed(const char *kernel, const nib_cuda_weight *w, int n_tok, nib_error *err) {
-    cudaError_t e = cudaGetLastError();
+static nib_status launch_failed(cudaError_t e, const char *kernel, const nib_cuda_weight *w, int n_tok,
+                                nib_error *err) {
+    if (e == cudaSuccess) e = cudaGetLastError();
     if (e == cudaSuccess) return NIB_OK;
     char what[192];
     snprintf(what, sizeof what, "launch of %s (%s, n_in %lld, n_out %lld, %d tokens)", kernel,
@@ -234,9 +253,9 @@ extern "C" nib_status nib_cuda_act_quantize(const float *x, int64_t n, int n_tok
                              "multiple of 32, %d tokens, act 16-byte aligned)", (long long)n, n_tok);
     act_q8 a = act_view(act, n, n_tok);
     const int64_t total = n * n_tok;
-    quantize_act_q8<<<(unsigned)CEIL_DIV(total, 256), 256, 0, (cudaStream_t)stream>>>(
-        x, (int8_t *)a.xq, (float2 *)a.xds, (int)n, n_tok, a.qs_stride);
-    cudaError_t e = cudaGetLastError();
+    cudaError_t e = pdl_launch(quantize_act_q8, dim3((unsigned)CEIL_DIV(total, 256)), dim3(256), 0,
+                               (cudaStream_t)stream, x, (int8_t *)a.xq, (float2 *)a.xds, (int)n, n_tok, a.qs_stride);
+    if (e == cudaSuccess) e = cudaGetLastError();
     if (e != cudaSuccess) {
         char what[96];
         snprintf(what, sizeof what, "launch of quantize_act_q8 (n %lld, %d tokens)", (long long)n, n_tok);
@@ -258,15 +277,25 @@ static nib_status check_mm(const gemv_row *r, const nib_cuda_weight *w, const fl
     return NIB_OK;
 }
 
-extern "C" nib_status nib_cuda_matmul(const nib_cuda_weight *w, const float *x, const void *act, int n_tok, float *y,
-                                      bool add, void *stream, nib_error *err) {
+static nib_status matmul(const nib_cuda_weight *w, const float *x, const void *act, int n_tok, float *y, bool add,
+                         unsigned long long *best, void *stream, nib_error *err) {
     if (!w) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul: NULL weight");
     const gemv_row *r = row_get(w->type);
     nib_status s = check_mm(r, w, x, act, n_tok, y, err);
     if (s != NIB_OK) return s;
-    mm_args a = {w, NULL, x, act_view(act, w->n_in, n_tok), y, n_tok, add ? 1 : 0, GLU_NONE, (cudaStream_t)stream};
-    r->launch(&a);
-    return launch_failed(r->kernel, w, n_tok, err);
+    mm_args a = {w, NULL, x, act_view(act, w->n_in, n_tok), y, best, n_tok, add ? 1 : 0, GLU_NONE, (cudaStream_t)stream};
+    return launch_failed(r->launch(&a), r->kernel, w, n_tok, err);
+}
+
+extern "C" nib_status nib_cuda_matmul(const nib_cuda_weight *w, const float *x, const void *act, int n_tok, float *y,
+                                      bool add, void *stream, nib_error *err) {
+    return matmul(w, x, act, n_tok, y, add, NULL, stream, err);
+}
+
+extern "C" nib_status nib_cuda_matmul_argmax(const nib_cuda_weight *w, const float *x, const void *act, float *y,
+                                             uint64_t *best, void *stream, nib_error *err) {
+    if (!best) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul_argmax: NULL key");
+    return matmul(w, x, act, 1, y, false, (unsigned long long *)best, stream, err);
 }
 
 extern "C" nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib_cuda_weight *up, const float *x,
@@ -282,9 +311,8 @@ extern "C" nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib
     if (s != NIB_OK) return s;
     const int act_kind = glu == NIB_CUDA_GLU_SILU ? GLU_SILU : GLU_GELU_TANH;
     if (gate->type == up->type && r->launch_glu) {
-        mm_args a = {gate, up, x, act_view(act, gate->n_in, n_tok), h, n_tok, 0, act_kind, (cudaStream_t)stream};
-        r->launch_glu(&a);
-        return launch_failed(r->kernel, gate, n_tok, err);
+        mm_args a = {gate, up, x, act_view(act, gate->n_in, n_tok), h, NULL, n_tok, 0, act_kind, (cudaStream_t)stream};
+        return launch_failed(r->launch_glu(&a), r->kernel, gate, n_tok, err);
     }
     /* two products and an elementwise pass: formats that differ, or float weights */
     if (!tmp) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul_glu: these formats need the tmp buffer");
@@ -292,8 +320,9 @@ extern "C" nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib
         (s = nib_cuda_matmul(up, x, act, n_tok, tmp, false, stream, err)) != NIB_OK)
         return s;
     const int64_t n = gate->n_out * n_tok;
-    glu_rows<<<(unsigned)CEIL_DIV(n, 256), 256, 0, (cudaStream_t)stream>>>(h, tmp, h, n, act_kind);
-    return launch_failed("glu_rows", gate, n_tok, err);
+    return launch_failed(pdl_launch(glu_rows, dim3((unsigned)CEIL_DIV(n, 256)), dim3(256), 0, (cudaStream_t)stream,
+                                    (const float *)h, (const float *)tmp, h, n, act_kind),
+                         "glu_rows", gate, n_tok, err);
 }
 
 extern "C" nib_status nib_cuda_gemv(const nib_cuda_weight *w, const float *x, float *y, void *scratch,

@@ -330,7 +330,9 @@ struct fmt_tq1_0 {
 template <bool VEC>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
 gemv_f32(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restrict__ x, int x_stride,
-         float *__restrict__ y, int y_stride, int n_in, int n_out, int add) {
+         float *__restrict__ y, int y_stride, int n_in, int n_out, int add, unsigned long long *best) {
+    pdl_launch_dependents();
+    pdl_wait();
     const int lane = threadIdx.x & 31;
     x += (size_t)blockIdx.y * x_stride;
     y += (size_t)blockIdx.y * y_stride;
@@ -350,7 +352,10 @@ gemv_f32(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restric
             for (int i = lane; i < n_in; i += 32) acc = fmaf(__ldg(wr + i), __ldg(x + i), acc);
         }
         acc = warp_sum(acc);
-        if (lane == 0) y[row] = add ? y[row] + acc : acc;
+        if (lane == 0) {
+            y[row] = add ? y[row] + acc : acc;
+            offer_best(best, y[row], row);
+        }
     }
 }
 

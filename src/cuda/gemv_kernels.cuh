@@ -39,6 +39,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "cuda/pdl.cuh"
 #include "quant/blocks.h"
 
 #define GEMV_WARPS 4  /* warps per thread block (rows per warp and unrolling: per format, gemv.cu) */
@@ -493,6 +494,8 @@ __device__ __forceinline__ float glu_act(int act, float g) {
  * start at qs + t * qs_stride, its (d, s) pairs at ds + t * (n / 32). */
 __global__ void quantize_act_q8(const float *__restrict__ x, int8_t *__restrict__ qs, float2 *__restrict__ ds, int n,
                                 int n_tok, int qs_stride) {
+    pdl_launch_dependents();
+    pdl_wait();
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (int64_t)n * n_tok) return;  /* n % 32 == 0: whole warps leave together */
     const int t = (int)(i / n), j = (int)(i % n);
@@ -510,6 +513,17 @@ __global__ void quantize_act_q8(const float *__restrict__ x, int8_t *__restrict_
     if ((threadIdx.x & 31) == 0) ds[i / 32] = make_float2(d, d * (float)sum);
 }
 
+/* The greedy pick fused into the LM head: each finished row offers the key
+ * (orderable bits of its value << 32 | ~row) to an atomicMax, so the largest
+ * value wins and, among equal values, the lowest row, the CPU's first
+ * maximum. NaN never competes. best must be 0 before the launch. */
+__device__ __forceinline__ void offer_best(unsigned long long *best, float v, int row) {
+    if (!best || v != v) return;
+    const uint32_t u = __float_as_uint(v);
+    const uint32_t key = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    atomicMax(best, ((unsigned long long)key << 32) | (unsigned long long)(0xFFFFFFFFu - (uint32_t)row));
+}
+
 /* Where a kernel's activations are: NT token rows of int8 quants and (d, s)
  * pairs; a chunk shorter than NT repeats its last row (not stored). */
 struct act_q8 {
@@ -520,10 +534,15 @@ struct act_q8 {
 };
 
 /* The R rows' dots against NT activation rows, one fp32 partial per lane.
- * The item loop is unrolled U times so that U items' loads are in flight
- * together; the NT dots of an item read the same weight words, which the
- * compiler loads once (__ldg loads are pure), as the R rows share the
- * activation loads. */
+ * Each pass takes U items per lane; an item past the row's end is computed
+ * on the row's last item (a valid address: its loads hit L1) and added as 0,
+ * so the U items' loads carry no branch and the compiler issues all of them
+ * before the first dot. (A guarded `#pragma unroll U` loop ran its remainder
+ * one item at a time: a 4096-wide Q4_K row has 2 items per lane, so every row
+ * took two dependent memory round trips.) The NT dots of an item read the
+ * same weight words, which the compiler loads once (__ldg loads are pure), as
+ * the R rows share the activation loads. Lanes add their items in index
+ * order whatever U, R and NT are, so every variant gives the same bits. */
 template <class F, int R, int U, int NT>
 __device__ __forceinline__ void dot_rows(const uint8_t *const (&wr)[R], const act_q8 &a, int t0, int n_in, int lane,
                                          float (&acc)[NT][R]) {
@@ -539,15 +558,22 @@ __device__ __forceinline__ void dot_rows(const uint8_t *const (&wr)[R], const ac
 #pragma unroll
         for (int r = 0; r < R; r++) acc[t][r] = 0.0f;
     }
-#pragma unroll U
-    for (int i = lane; i < n_items; i += 32) {
-        const int ib = i / IPB, sub = i % IPB;
+    for (int base = lane; base < n_items; base += 32 * U) {
 #pragma unroll
-        for (int t = 0; t < NT; t++)
+        for (int u = 0; u < U; u++) {
+            const int i = base + 32 * u;
+            const bool ok = i < n_items;
+            const int ii = ok ? i : n_items - 1;
+            const int ib = ii / IPB, sub = ii % IPB;
 #pragma unroll
-            for (int r = 0; r < R; r++)
-                acc[t][r] += F::dot(wr[r] + (size_t)ib * F::BYTES, sub, xq[t] + (size_t)ib * F::QK,
-                                    xds[t] + (size_t)ib * (F::QK / 32));
+            for (int t = 0; t < NT; t++)
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const float v = F::dot(wr[r] + (size_t)ib * F::BYTES, sub, xq[t] + (size_t)ib * F::QK,
+                                           xds[t] + (size_t)ib * (F::QK / 32));
+                    acc[t][r] += ok ? v : 0.0f;
+                }
+        }
     }
 #pragma unroll
     for (int t = 0; t < NT; t++)
@@ -564,7 +590,9 @@ __device__ __forceinline__ void dot_rows(const uint8_t *const (&wr)[R], const ac
 template <class F, int WARPS, int R, int U, int NT>
 __global__ void __launch_bounds__(WARPS * 32)
 gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int y_stride, int n_in,
-        int n_out, int add) {
+        int n_out, int add, unsigned long long *best) {
+    pdl_launch_dependents();
+    pdl_wait();
     const int lane = threadIdx.x & 31, t0 = blockIdx.y * NT;
     for (int row0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R; row0 < n_out; row0 += gridDim.x * WARPS * R) {
         const uint8_t *wr[R];
@@ -580,6 +608,7 @@ gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__rest
                 if (lane == t && t0 + t < a.n_tok && row0 + r < n_out) {
                     float *p = y + (size_t)(t0 + t) * y_stride + row0 + r;
                     *p = add ? *p + acc[t][r] : acc[t][r];
+                    offer_best(best, *p, row0 + r);
                 }
     }
 }
@@ -592,6 +621,8 @@ template <class F, int WARPS, int R, int U, int NT>
 __global__ void __launch_bounds__(WARPS * 32)
 gemv_q8_glu(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t row_bytes, act_q8 a,
             float *__restrict__ h, int h_stride, int n_in, int n_out, int act) {
+    pdl_launch_dependents();
+    pdl_wait();
     const int lane = threadIdx.x & 31, t0 = blockIdx.y * NT;
     for (int row0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R; row0 < n_out; row0 += gridDim.x * WARPS * R) {
         const uint8_t *wr[2 * R];
@@ -620,7 +651,9 @@ gemv_q8_glu(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size
 template <bool BF16, bool VEC>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
 gemv_f16(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restrict__ x, int x_stride,
-         float *__restrict__ y, int y_stride, int n_in, int n_out, int add) {
+         float *__restrict__ y, int y_stride, int n_in, int n_out, int add, unsigned long long *best) {
+    pdl_launch_dependents();
+    pdl_wait();
     const int lane = threadIdx.x & 31;
     x += (size_t)blockIdx.y * x_stride;
     y += (size_t)blockIdx.y * y_stride;
@@ -650,7 +683,10 @@ gemv_f16(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restric
             }
         }
         acc = warp_sum(acc);
-        if (lane == 0) y[row] = add ? y[row] + acc : acc;
+        if (lane == 0) {
+            y[row] = add ? y[row] + acc : acc;
+            offer_best(best, y[row], row);
+        }
     }
 }
 
@@ -658,6 +694,8 @@ gemv_f16(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restric
  * cannot share the fused kernel (different formats, or float weights):
  * g and u are n_tok rows of n, h may alias g. */
 __global__ void glu_rows(const float *g, const float *u, float *h, int64_t n, int act) {
+    pdl_launch_dependents();
+    pdl_wait();
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) h[i] = glu_act(act, g[i]) * u[i];
 }

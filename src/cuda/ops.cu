@@ -13,6 +13,7 @@
 
 #include "cuda/cuda_internal.h"
 #include "cuda/cuda_ops.h"
+#include "cuda/pdl.cuh"
 
 #define NORM_THREADS 256
 
@@ -46,33 +47,64 @@ __device__ float rms_inv(const float *x, int n, float eps) {
     return (float)(1.0 / sqrt(ss / (double)n + (double)eps));
 }
 
-/* One block per token row. x is read and written by the same thread per
- * element, so the residual add needs no barrier before the norm's sum (which
- * has its own). */
-__global__ void add_norm_kernel(nib_cuda_norm_args a, int qs_stride) {
-    const int t = blockIdx.x, n = a.n;
+/* One block of up to 1024 threads per token row, the row held in registers
+ * (PER_T elements per thread, element i = k * blockDim + tid, so a warp owns
+ * 32 consecutive elements in each pass k: one quantization block). A single
+ * 256-thread block looping over the row took 19 us at n = 4096 inside a
+ * decode step (ncu on the H200): the row's passes ran one after another on
+ * one SM; with the row spread over 1024 threads each pass is one load. */
+template <int PER_T>
+__global__ void __launch_bounds__(1024) add_norm_kernel(nib_cuda_norm_args a, int qs_stride) {
+    pdl_launch_dependents();
+    pdl_wait();
+    const int t = blockIdx.x, n = a.n, nt = blockDim.x;
     float *x = a.x + (size_t)t * n;
+    /* every load first (x, o, both norm weights): one memory round trip,
+     * not one per step of the norm (norm weights are cold: a whole step of
+     * weights streamed through L2 since this layer last ran) */
+    float xv[PER_T], wv[PER_T], pv[PER_T];
+#pragma unroll
+    for (int k = 0; k < PER_T; k++) {
+        const int i = k * nt + threadIdx.x;
+        xv[k] = i < n ? x[i] : 0.0f;
+        wv[k] = i < n ? __ldg(a.norm_w + i) : 0.0f;
+        pv[k] = i < n && a.post_w ? __ldg(a.post_w + i) : 0.0f;
+    }
     if (a.o) {
         const float *o = a.o + (size_t)t * n;
-        if (a.post_w) {
-            const float inv = rms_inv(o, n, a.eps);
-            for (int i = threadIdx.x; i < n; i += blockDim.x)
-                x[i] = __fadd_rn(x[i], __fmul_rn(__fmul_rn(o[i], inv), a.post_w[i]));
-        } else {
-            for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] = __fadd_rn(x[i], o[i]);
+        float ov[PER_T];
+        double ss = 0.0;
+#pragma unroll
+        for (int k = 0; k < PER_T; k++) {
+            const int i = k * nt + threadIdx.x;
+            ov[k] = i < n ? o[i] : 0.0f;
+            ss += (double)ov[k] * (double)ov[k];
+        }
+        float inv_o = 1.0f;
+        if (a.post_w) inv_o = (float)(1.0 / sqrt(block_sum_d(ss) / (double)n + (double)a.eps));
+#pragma unroll
+        for (int k = 0; k < PER_T; k++) {
+            const int i = k * nt + threadIdx.x;
+            if (i >= n) continue;
+            /* as context.c: o normed (rounded) first, then added */
+            const float add = a.post_w ? __fmul_rn(__fmul_rn(ov[k], inv_o), pv[k]) : ov[k];
+            xv[k] = __fadd_rn(xv[k], add);
+            x[i] = xv[k];
         }
     }
-    const float inv = rms_inv(x, n, a.eps);
+    double ss = 0.0;
+#pragma unroll
+    for (int k = 0; k < PER_T; k++) ss += (double)xv[k] * (double)xv[k];
+    const float inv = (float)(1.0 / sqrt(block_sum_d(ss) / (double)n + (double)a.eps));
     float *xn = a.xn + (size_t)t * n;
     int8_t *qs = a.act ? (int8_t *)a.act + (size_t)t * qs_stride : NULL;
     float2 *ds = a.act ? (float2 *)((uint8_t *)a.act + (size_t)qs_stride * a.n_tok) + (size_t)t * (n / 32) : NULL;
-    /* a warp covers 32 consecutive elements per pass: one quantization block
-     * (n % 32 == 0 when act is set, so no lane falls off mid-block) */
-    for (int base = 0; base < n; base += blockDim.x) {
-        const int i = base + threadIdx.x;
-        if (i >= n) break;
-        const float v = __fmul_rn(__fmul_rn(x[i], inv), a.norm_w[i]);
-        xn[i] = v;
+#pragma unroll
+    for (int k = 0; k < PER_T; k++) {
+        const int i = k * nt + threadIdx.x;
+        if (k * nt >= n) break;  /* whole warps leave: n % 32 == 0 when act is set */
+        const float v = i < n ? __fmul_rn(__fmul_rn(xv[k], inv), wv[k]) : 0.0f;
+        if (i < n) xn[i] = v;
         if (!qs) continue;
         /* as quantize_act_q8 in gemv_kernels.cuh, so both give the same blocks */
         float amax = fabsf(v);
@@ -84,18 +116,39 @@ __global__ void add_norm_kernel(nib_cuda_norm_args a, int qs_stride) {
         int sum = q;
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
-        qs[i] = (int8_t)q;
-        if ((threadIdx.x & 31) == 0) ds[i / 32] = make_float2(d, d * (float)sum);
+        if (i < n) {
+            qs[i] = (int8_t)q;
+            if ((threadIdx.x & 31) == 0) ds[i / 32] = make_float2(d, d * (float)sum);
+        }
     }
 }
 
+#define NORM_MAX_PER_T 16
+
 extern "C" nib_status nib_cuda_add_norm(const nib_cuda_norm_args *a, void *stream, nib_error *err) {
-    if (!a || !a->x || !a->norm_w || !a->xn || a->n_tok < 1 || a->n < 1 || (a->act && a->n % 32 != 0))
-        return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_add_norm: bad arguments (n %d, %d tokens)", a ? a->n : 0,
-                             a ? a->n_tok : 0);
-    add_norm_kernel<<<a->n_tok, NORM_THREADS, 0, (cudaStream_t)stream>>>(*a, (int)cuda_act_qs_stride(a->n));
+    if (!a || !a->x || !a->norm_w || !a->xn || a->n_tok < 1 || a->n < 1 || (a->act && a->n % 32 != 0) ||
+        a->n > 1024 * NORM_MAX_PER_T)
+        return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_add_norm: bad arguments (n %d (at most %d), %d tokens)",
+                             a ? a->n : 0, 1024 * NORM_MAX_PER_T, a ? a->n_tok : 0);
+    /* threads: the row in as few passes as a 1024-thread block allows, whole warps */
+    const int per_t = a->n <= 1024 ? 1 : a->n <= 2048 ? 2 : a->n <= 4096 ? 4 : a->n <= 8192 ? 8 : 16;
+    const int threads = CEIL_DIV(CEIL_DIV(a->n, per_t), 32) * 32;
+    const int qs_stride = (int)cuda_act_qs_stride(a->n);
+    cudaStream_t st = (cudaStream_t)stream;
+    cudaError_t e;
+    switch (per_t) {
+    case 1: e = pdl_launch(add_norm_kernel<1>, a->n_tok, threads, 0, st, *a, qs_stride); break;
+    case 2: e = pdl_launch(add_norm_kernel<2>, a->n_tok, threads, 0, st, *a, qs_stride); break;
+    case 4: e = pdl_launch(add_norm_kernel<4>, a->n_tok, threads, 0, st, *a, qs_stride); break;
+    case 8: e = pdl_launch(add_norm_kernel<8>, a->n_tok, threads, 0, st, *a, qs_stride); break;
+    default: e = pdl_launch(add_norm_kernel<16>, a->n_tok, threads, 0, st, *a, qs_stride); break;
+    }
     char what[96];
     snprintf(what, sizeof what, "launch of add_norm (n %d, %d tokens)", a->n, a->n_tok);
+    if (e != cudaSuccess) {
+        cuda_ok(e, "cudaLaunchKernelEx", what, err);
+        return err ? err->status : NIB_ERR_IO;
+    }
     return launch_check(what, err);
 }
 
@@ -107,17 +160,24 @@ extern "C" nib_status nib_cuda_add_norm(const nib_cuda_norm_args *a, void *strea
 #define QKV_MAX_HD 1024
 
 __global__ void qkv_rope_kernel(nib_cuda_qkv_args a) {
+    pdl_launch_dependents();
+    pdl_wait();
     __shared__ float vec[QKV_MAX_HD];
     const int t = blockIdx.x, h = blockIdx.y;
     const int p = *a.pos + t;
     const bool is_q = h < a.n_head, is_k = !is_q && h < a.n_head + a.n_head_kv, is_v = !is_q && !is_k;
     const int hd = is_v ? a.hd_v : a.hd_k;
     const int kvh = is_q ? 0 : (is_k ? h - a.n_head : h - a.n_head - a.n_head_kv);
+    const int qs = a.q_stride ? a.q_stride : a.n_head * a.hd_k, ks = a.k_stride ? a.k_stride : a.n_head_kv * a.hd_k;
+    const int vs = a.v_stride ? a.v_stride : a.n_head_kv * a.hd_v;
     const float *src;
     const float *bias;
-    if (is_q) src = a.q + ((size_t)t * a.n_head + h) * hd, bias = a.bq ? a.bq + (size_t)h * hd : NULL;
-    else if (is_k) src = a.k + ((size_t)t * a.n_head_kv + kvh) * hd, bias = a.bk ? a.bk + (size_t)kvh * hd : NULL;
-    else src = a.v + ((size_t)t * a.n_head_kv + kvh) * hd, bias = a.bv ? a.bv + (size_t)kvh * hd : NULL;
+    if (is_q) src = a.q + (size_t)t * qs + (size_t)h * hd, bias = a.bq ? a.bq + (size_t)h * hd : NULL;
+    else if (is_k) src = a.k + (size_t)t * ks + (size_t)kvh * hd, bias = a.bk ? a.bk + (size_t)kvh * hd : NULL;
+    else src = a.v + (size_t)t * vs + (size_t)kvh * hd, bias = a.bv ? a.bv + (size_t)kvh * hd : NULL;
+    /* this thread's RoPE frequency, loaded with the head (one round trip) */
+    const int half = a.n_rot / 2;
+    const double f_pre = a.inv_freq && !is_v && (int)threadIdx.x < half ? __ldg(a.inv_freq + threadIdx.x) : 0.0;
     for (int i = threadIdx.x; i < hd; i += blockDim.x) vec[i] = bias ? __fadd_rn(src[i], bias[i]) : src[i];
     __syncthreads();
     if (!is_v) {
@@ -127,11 +187,17 @@ __global__ void qkv_rope_kernel(nib_cuda_qkv_args a) {
             for (int i = threadIdx.x; i < hd; i += blockDim.x) vec[i] = __fmul_rn(__fmul_rn(vec[i], inv), nw[i]);
             __syncthreads();
         }
-        const int half = a.n_rot / 2;
         for (int i = threadIdx.x; i < half; i += blockDim.x) {
-            /* nib_rope_table: base^(-2i/n_rot) and the angle in double */
-            double inv_freq = pow((double)a.rope_base, -2.0 * i / (double)a.n_rot);
-            if (a.rope_freqs) inv_freq /= (double)a.rope_freqs[i];
+            /* nib_rope_table: base^(-2i/n_rot) (from the host's table when
+             * given: the same pow() as the CPU's, and no pow here) and the
+             * angle in double */
+            double inv_freq;
+            if (a.inv_freq) {
+                inv_freq = i == (int)threadIdx.x ? f_pre : a.inv_freq[i];
+            } else {
+                inv_freq = pow((double)a.rope_base, -2.0 * i / (double)a.n_rot);
+                if (a.rope_freqs) inv_freq /= (double)a.rope_freqs[i];
+            }
             const double theta = (double)p / (double)a.rope_scale * inv_freq;
             const float c = (float)cos(theta), s = (float)sin(theta);
             const int ia = a.neox ? i : 2 * i, ib = a.neox ? i + half : 2 * i + 1;
@@ -142,7 +208,7 @@ __global__ void qkv_rope_kernel(nib_cuda_qkv_args a) {
         __syncthreads();
     }
     if (is_q) {
-        float *dst = a.q + ((size_t)t * a.n_head + h) * hd;
+        float *dst = a.q_out ? a.q_out + ((size_t)t * a.n_head + h) * hd : a.q + (size_t)t * qs + (size_t)h * hd;
         for (int i = threadIdx.x; i < hd; i += blockDim.x) dst[i] = vec[i];
     } else {
         uint16_t *cache = is_k ? a.k_cache : a.v_cache;
@@ -159,21 +225,32 @@ extern "C" nib_status nib_cuda_qkv_rope(const nib_cuda_qkv_args *a, void *stream
                              "n_rot %d, %d tokens)", a ? a->n_head : 0, a ? a->n_head_kv : 0, a ? a->hd_k : 0,
                              a ? a->hd_v : 0, a ? a->n_rot : 0, a ? a->n_tok : 0);
     const dim3 grid(a->n_tok, a->n_head + 2 * a->n_head_kv);
-    qkv_rope_kernel<<<grid, QKV_THREADS, 0, (cudaStream_t)stream>>>(*a);
+    cudaError_t e = pdl_launch(qkv_rope_kernel, grid, dim3(QKV_THREADS), 0, (cudaStream_t)stream, *a);
     char what[96];
     snprintf(what, sizeof what, "launch of qkv_rope (%d+2x%d heads, %d tokens)", a->n_head, a->n_head_kv, a->n_tok);
+    if (e != cudaSuccess) {
+        cuda_ok(e, "cudaLaunchKernelEx", what, err);
+        return err ? err->status : NIB_ERR_IO;
+    }
     return launch_check(what, err);
 }
 
 /* ---- logits ------------------------------------------------------------------------- */
 __global__ void softcap_kernel(float *x, int64_t n, float c) {
+    pdl_launch_dependents();
+    pdl_wait();
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = c * tanhf(x[i] / c); /* as head() in context.c */
 }
 
 extern "C" nib_status nib_cuda_softcap(float *x, int64_t n, float c, void *stream, nib_error *err) {
     if (!x || n < 1 || !(c > 0.0f)) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_softcap: bad arguments");
-    softcap_kernel<<<(unsigned)CEIL_DIV(n, 256), 256, 0, (cudaStream_t)stream>>>(x, n, c);
+    cudaError_t e = pdl_launch(softcap_kernel, dim3((unsigned)CEIL_DIV(n, 256)), dim3(256), 0, (cudaStream_t)stream, x,
+                               n, c);
+    if (e != cudaSuccess) {
+        cuda_ok(e, "cudaLaunchKernelEx", "launch of softcap", err);
+        return err ? err->status : NIB_ERR_IO;
+    }
     return launch_check("launch of softcap", err);
 }
 
@@ -182,7 +259,9 @@ extern "C" nib_status nib_cuda_softcap(float *x, int64_t n, float c, void *strea
  * pick: the first maximum). A vocabulary of 150k floats is 0.6 MB: one SM
  * streams it in a few microseconds, under the LM head before it. */
 #define ARGMAX_THREADS 1024
-__global__ void __launch_bounds__(ARGMAX_THREADS) argmax_kernel(const float *x, int64_t n, int32_t *out) {
+__global__ void __launch_bounds__(ARGMAX_THREADS) argmax_kernel(const float *x, int64_t n, uint64_t *out) {
+    pdl_launch_dependents();
+    pdl_wait();
     __shared__ float bv[ARGMAX_THREADS / 32];
     __shared__ int64_t bi[ARGMAX_THREADS / 32];
     float v = -INFINITY;
@@ -202,12 +281,22 @@ __global__ void __launch_bounds__(ARGMAX_THREADS) argmax_kernel(const float *x, 
     if (threadIdx.x == 0) {
         for (int w = 1; w < ARGMAX_THREADS / 32; w++)
             if (bi[w] >= 0 && (idx < 0 || bv[w] > v || (bv[w] == v && bi[w] < idx))) v = bv[w], idx = bi[w];
-        *out = (int32_t)(idx < 0 ? 0 : idx);
+        /* the key nib_cuda_matmul_argmax leaves: orderable bits << 32 | ~index */
+        if (idx < 0) {
+            *out = 0;
+        } else {
+            const uint32_t u = __float_as_uint(v), key = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+            *out = ((uint64_t)key << 32) | (uint64_t)(0xFFFFFFFFu - (uint32_t)idx);
+        }
     }
 }
 
-extern "C" nib_status nib_cuda_argmax(const float *x, int64_t n, int32_t *out, void *stream, nib_error *err) {
-    if (!x || !out || n < 1) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_argmax: bad arguments");
-    argmax_kernel<<<1, ARGMAX_THREADS, 0, (cudaStream_t)stream>>>(x, n, out);
+extern "C" nib_status nib_cuda_argmax(const float *x, int64_t n, uint64_t *out, void *stream, nib_error *err) {
+    if (!x || !out || n < 1 || n > 0xFFFFFFFFll) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_argmax: bad arguments");
+    cudaError_t e = pdl_launch(argmax_kernel, dim3(1), dim3(ARGMAX_THREADS), 0, (cudaStream_t)stream, x, n, out);
+    if (e != cudaSuccess) {
+        cuda_ok(e, "cudaLaunchKernelEx", "launch of argmax", err);
+        return err ? err->status : NIB_ERR_IO;
+    }
     return launch_check("launch of argmax", err);
 }

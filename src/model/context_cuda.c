@@ -33,6 +33,10 @@
 
 typedef struct gpu_layer {
     nib_cuda_weight *wq, *wk, *wv, *wo, *gate, *up, *down;
+    /* Q, K (and V) of one format uploaded as one matrix: one launch instead
+     * of two or three; wq/wk (and wv) are NULL then. n_fused: 0, 2 or 3 */
+    nib_cuda_weight *wqkv;
+    int n_fused;
     float *attn_norm, *ffn_norm;       /* (n_embd) */
     float *post_attn_norm, *post_ffn_norm;  /* (n_embd) or NULL */
     float *q_norm, *k_norm;            /* (hd_k) or NULL */
@@ -43,11 +47,13 @@ typedef struct gpu_layer {
 #define GPU_BUCKET_MIN 256
 #define GPU_MAX_BUCKETS 24
 
-/* pinned/device io block: [0] position of the step's first token, [1] the
- * greedy id out, [2..] the step's tokens */
+/* pinned/device io block of int32: [0] position of the step's first token,
+ * [2..3] the greedy pick's 64-bit key (nib_cuda_matmul_argmax; the host
+ * zeroes it, and the step's first copy carries the zero to the device),
+ * [4..] the step's tokens */
 #define IO_POS 0
-#define IO_OUT 1
-#define IO_TOK 2
+#define IO_KEY 2
+#define IO_TOK 4
 
 struct nib_gpu {
     const nib_model *m;
@@ -55,15 +61,18 @@ struct nib_gpu {
     void *stream;
     gpu_layer *layers;               /* (n_layer) */
     nib_cuda_weight *tok_embd, *output;  /* output == tok_embd when tied */
-    float *output_norm, *rope_freqs;
+    float *output_norm;
+    double *inv_freq;                /* (n_layer, n_rot/2) RoPE frequencies, from the host's pow() as the CPU's */
     uint16_t *k_cache, *v_cache;     /* (n_layer, n_ctx, n_head_kv * hd) f16 */
     float *x, *xn, *o;               /* (n_batch, n_embd) */
     float *q, *k, *v, *att;          /* (n_batch, heads * hd) */
+    float *qkv;                      /* (n_batch, n_q + n_k + n_v) output of a fused projection */
     float *h, *tmp;                  /* (n_batch, n_ff) */
     float *logits;                   /* (n_vocab) */
     void *act;                       /* quantized activations, the widest of the step */
     void *attn_scratch;
-    int32_t *io_dev, *io_host;       /* (2 + n_batch) */
+    int32_t *io_dev, *io_host;       /* (IO_TOK + n_batch) */
+    int32_t last_id;                 /* the greedy pick of the last step */
     void *graphs[GPU_MAX_BUCKETS];
     int n_graphs;
     uint64_t dev_bytes;
@@ -98,6 +107,42 @@ static nib_status upload_matrix(nib_gpu *g, const nib_weight *w, nib_cuda_weight
     }
     g->dev_bytes += nib_cuda_weight_bytes(*out);
     return NIB_OK;
+}
+
+/* Q and K (and V when it shares their format) as one matrix: their rows
+ * concatenated on the host, uploaded once. The products are the same numbers
+ * (each output row is one row's dot either way); one launch instead of three
+ * saves the per-kernel cost that dominates small models. */
+static nib_status upload_qkv(nib_gpu *g, const nib_layer *l, gpu_layer *L, nib_error *err) {
+    const bool qk = l->wq.type == l->wk.type && l->wq.ne[0] == l->wk.ne[0];
+    const bool qkv = qk && l->wv.type == l->wq.type && l->wv.ne[0] == l->wq.ne[0];
+    if (!qk)
+        return upload_matrix(g, &l->wq, &L->wq, err) || upload_matrix(g, &l->wk, &L->wk, err) ||
+                       upload_matrix(g, &l->wv, &L->wv, err)
+                   ? err->status
+                   : NIB_OK;
+    const nib_weight *parts[3] = {&l->wq, &l->wk, &l->wv};
+    const int np = qkv ? 3 : 2;
+    size_t row = 0;
+    uint64_t total = 0, rows = 0;
+    nib_row_bytes(l->wq.type, l->wq.ne[0], &row);
+    for (int i = 0; i < np; i++) total += (uint64_t)row * (uint64_t)parts[i]->ne[1], rows += (uint64_t)parts[i]->ne[1];
+    uint8_t *buf = total <= SIZE_MAX ? malloc((size_t)total) : NULL;
+    if (!buf) return nib_error_set(err, NIB_ERR_NOMEM, "out of host memory staging a fused QKV matrix (%llu bytes)",
+                                   (unsigned long long)total);
+    size_t off = 0;
+    for (int i = 0; i < np; i++) {
+        memcpy(buf + off, parts[i]->data, row * (size_t)parts[i]->ne[1]);
+        off += row * (size_t)parts[i]->ne[1];
+    }
+    nib_weight fused = l->wq;
+    fused.ne[1] = (int64_t)rows;
+    fused.data = buf;
+    nib_status s = upload_matrix(g, &fused, &L->wqkv, err);
+    free(buf);
+    if (s != NIB_OK) return s;
+    L->n_fused = np;
+    return qkv ? NIB_OK : upload_matrix(g, &l->wv, &L->wv, err);
 }
 
 /* A 1-D F32 tensor (norm weight, bias) to the device; absent -> NULL. */
@@ -206,13 +251,31 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
     if (upload_matrix(g, &m->tok_embd, &g->tok_embd, err)) goto fail;
     if (m->output.data == m->tok_embd.data) g->output = g->tok_embd;
     else if (upload_matrix(g, &m->output, &g->output, err)) goto fail;
-    if (upload_vec(g, &m->output_norm, &g->output_norm, err) || upload_vec(g, &m->rope_freqs, &g->rope_freqs, err))
-        goto fail;
+    if (upload_vec(g, &m->output_norm, &g->output_norm, err)) goto fail;
+    {
+        /* per layer (Gemma 3's local and global layers have their own bases) */
+        const int half = hp->n_rot / 2;
+        double *tab = malloc(sizeof(double) * (size_t)(half > 0 ? half : 1) * (size_t)hp->n_layer);
+        if (!tab) {
+            nib_error_set(err, NIB_ERR_NOMEM, "out of host memory");
+            goto fail;
+        }
+        const float *ff = m->rope_freqs.data ? (const float *)m->rope_freqs.data : NULL;
+        for (int il = 0; il < hp->n_layer; il++)
+            for (int i = 0; i < half; i++) {
+                double f = pow((double)m->layers[il].rope_base, -2.0 * i / (double)hp->n_rot);
+                tab[(size_t)il * half + i] = ff ? f / (double)ff[i] : f;
+            }
+        size_t tb = sizeof(double) * (size_t)(half > 0 ? half : 1) * (size_t)hp->n_layer;
+        g->inv_freq = dev_alloc(g, tb, err);
+        nib_status s = g->inv_freq ? nib_cuda_copy_to_device(g->inv_freq, tab, tb, err) : err->status;
+        free(tab);
+        if (s != NIB_OK) goto fail;
+    }
     for (int il = 0; il < hp->n_layer; il++) {
         const nib_layer *l = &m->layers[il];
         gpu_layer *L = &g->layers[il];
-        if (upload_matrix(g, &l->wq, &L->wq, err) || upload_matrix(g, &l->wk, &L->wk, err) ||
-            upload_matrix(g, &l->wv, &L->wv, err) || upload_matrix(g, &l->wo, &L->wo, err) ||
+        if (upload_qkv(g, l, L, err) || upload_matrix(g, &l->wo, &L->wo, err) ||
             upload_matrix(g, &l->gate, &L->gate, err) || upload_matrix(g, &l->up, &L->up, err) ||
             upload_matrix(g, &l->down, &L->down, err) || upload_vec(g, &l->attn_norm, &L->attn_norm, err) ||
             upload_vec(g, &l->ffn_norm, &L->ffn_norm, err) ||
@@ -227,10 +290,11 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
         !(g->x = dev_alloc(g, B * E * 4, err)) || !(g->xn = dev_alloc(g, B * E * 4, err)) ||
         !(g->o = dev_alloc(g, B * E * 4, err)) || !(g->q = dev_alloc(g, B * QD * 4, err)) ||
         !(g->k = dev_alloc(g, B * KR * 4, err)) || !(g->v = dev_alloc(g, B * VR * 4, err)) ||
-        !(g->att = dev_alloc(g, B * AD * 4, err)) || !(g->h = dev_alloc(g, B * F * 4, err)) ||
+        !(g->att = dev_alloc(g, B * AD * 4, err)) || !(g->qkv = dev_alloc(g, B * (QD + KR + VR) * 4, err)) || !(g->h = dev_alloc(g, B * F * 4, err)) ||
         !(g->tmp = dev_alloc(g, B * F * 4, err)) || !(g->logits = dev_alloc(g, (uint64_t)hp->n_vocab * 4, err)) ||
         !(g->act = dev_alloc(g, act, err)) || (attn && !(g->attn_scratch = dev_alloc(g, attn, err))) ||
-        !(g->io_dev = dev_alloc(g, (2 + B) * 4, err)) || !(g->io_host = nib_cuda_host_alloc((2 + B) * 4, err)))
+        !(g->io_dev = dev_alloc(g, (IO_TOK + B) * 4, err)) ||
+        !(g->io_host = nib_cuda_host_alloc((IO_TOK + B) * 4, err)))
         goto fail;
     return g;
 fail:
@@ -244,7 +308,7 @@ void nib_gpu_free(nib_gpu *g) {
     if (g->layers) {
         for (int il = 0; il < g->m->hp.n_layer; il++) {
             gpu_layer *L = &g->layers[il];
-            nib_cuda_weight *ws[] = {L->wq, L->wk, L->wv, L->wo, L->gate, L->up, L->down};
+            nib_cuda_weight *ws[] = {L->wq, L->wk, L->wv, L->wo, L->gate, L->up, L->down, L->wqkv};
             for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) nib_cuda_weight_free(ws[i]);
             float *vs[] = {L->attn_norm, L->ffn_norm, L->post_attn_norm, L->post_ffn_norm,
                            L->q_norm, L->k_norm, L->bq, L->bk, L->bv};
@@ -254,8 +318,8 @@ void nib_gpu_free(nib_gpu *g) {
     }
     if (g->output != g->tok_embd) nib_cuda_weight_free(g->output);
     nib_cuda_weight_free(g->tok_embd);
-    void *bufs[] = {g->output_norm, g->rope_freqs, g->k_cache, g->v_cache, g->x, g->xn, g->o, g->q, g->k, g->v,
-                    g->att, g->h, g->tmp, g->logits, g->act, g->attn_scratch, g->io_dev};
+    void *bufs[] = {g->output_norm, g->inv_freq, g->k_cache, g->v_cache, g->x, g->xn, g->o, g->q, g->k, g->v,
+                    g->att, g->qkv, g->h, g->tmp, g->logits, g->act, g->attn_scratch, g->io_dev};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) nib_cuda_free(bufs[i]);
     nib_cuda_host_free(g->io_host);
     nib_cuda_stream_free(g->stream);
@@ -264,7 +328,7 @@ void nib_gpu_free(nib_gpu *g) {
 
 uint64_t nib_gpu_device_bytes(const nib_gpu *g) { return g->dev_bytes; }
 int nib_gpu_graphs(const nib_gpu *g) { return g->n_graphs; }
-int32_t nib_gpu_argmax(const nib_gpu *g) { return g->io_host[IO_OUT]; }
+int32_t nib_gpu_argmax(const nib_gpu *g) { return g->last_id; }
 
 /* ---- the step ----------------------------------------------------------------------- */
 
@@ -281,17 +345,30 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
     const int64_t KR = (int64_t)hp->n_head_kv * hp->head_dim_k, VR = (int64_t)hp->n_head_kv * hp->head_dim_v;
     const int64_t AD = (int64_t)hp->n_head * hp->head_dim_v;
     void *st = g->stream;
-    TRY(nib_cuda_matmul(L->wq, g->xn, g->act, n, g->q, false, st, err));
-    TRY(nib_cuda_matmul(L->wk, g->xn, g->act, n, g->k, false, st, err));
-    TRY(nib_cuda_matmul(L->wv, g->xn, g->act, n, g->v, false, st, err));
+    const int64_t QD = (int64_t)hp->n_head * hp->head_dim_k;
+    const float *qs = g->q, *ks = g->k, *vs = g->v;
+    int stride = 0, v_stride = 0;
+    if (L->n_fused) {
+        stride = (int)(QD + KR + (L->n_fused == 3 ? VR : 0));
+        TRY(nib_cuda_matmul(L->wqkv, g->xn, g->act, n, g->qkv, false, st, err));
+        qs = g->qkv, ks = g->qkv + QD;
+        if (L->n_fused == 3) vs = g->qkv + QD + KR, v_stride = stride;
+        else TRY(nib_cuda_matmul(L->wv, g->xn, g->act, n, g->v, false, st, err));
+    } else {
+        TRY(nib_cuda_matmul(L->wq, g->xn, g->act, n, g->q, false, st, err));
+        TRY(nib_cuda_matmul(L->wk, g->xn, g->act, n, g->k, false, st, err));
+        TRY(nib_cuda_matmul(L->wv, g->xn, g->act, n, g->v, false, st, err));
+    }
     uint16_t *kc = g->k_cache + (uint64_t)il * g->n_ctx * KR, *vc = g->v_cache + (uint64_t)il * g->n_ctx * VR;
     nib_cuda_qkv_args qa = {
-        .q = g->q, .k = g->k, .v = g->v, .bq = L->bq, .bk = L->bk, .bv = L->bv,
+        .q = (float *)qs, .k = ks, .v = vs, .q_stride = stride, .k_stride = stride, .v_stride = v_stride,
+        .q_out = L->n_fused ? g->q : NULL, .bq = L->bq, .bk = L->bk, .bv = L->bv,
         .q_norm = L->q_norm, .k_norm = L->k_norm, .eps = hp->norm_eps,
         .k_cache = kc, .v_cache = vc, .pos = g->io_dev + IO_POS,
         .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .hd_k = hp->head_dim_k, .hd_v = hp->head_dim_v,
         .n_rot = hp->n_rot, .neox = hp->rope_kind == NIB_ROPE_NEOX,
-        .rope_base = l->rope_base, .rope_scale = l->rope_scale, .rope_freqs = g->rope_freqs,
+        .rope_base = l->rope_base, .rope_scale = l->rope_scale, .rope_freqs = NULL,
+        .inv_freq = g->inv_freq + (size_t)il * (hp->n_rot / 2),
     };
     TRY(nib_cuda_qkv_rope(&qa, st, err));
     nib_cuda_attn aa = {
@@ -333,8 +410,10 @@ static nib_status attn_norm(nib_gpu *g, int il, int n, nib_error *err) {
     return nib_cuda_add_norm(&na, g->stream, err);
 }
 
-/* Final norm and LM head of row r (x and the last layer's pending output). */
-static nib_status head_row(nib_gpu *g, int r, nib_error *err) {
+/* Final norm and LM head of row r (x and the last layer's pending output);
+ * with pick, the greedy key lands in the io block (fused into the head's
+ * GEMV unless a softcap must come first). */
+static nib_status head_row(nib_gpu *g, int r, bool pick, nib_error *err) {
     const nib_hparams *hp = &g->m->hp;
     const int64_t E = hp->n_embd;
     const float *last_post = g->layers[hp->n_layer - 1].post_ffn_norm;
@@ -343,9 +422,12 @@ static nib_status head_row(nib_gpu *g, int r, nib_error *err) {
         .xn = g->xn, .act = g->act, .n_tok = 1, .n = (int)E, .eps = hp->norm_eps,
     };
     TRY(nib_cuda_add_norm(&na, g->stream, err));
+    uint64_t *key = (uint64_t *)(g->io_dev + IO_KEY);
+    if (pick && !(hp->logit_softcap > 0.0f))
+        return nib_cuda_matmul_argmax(g->output, g->xn, g->act, g->logits, key, g->stream, err);
     TRY(nib_cuda_matmul(g->output, g->xn, g->act, 1, g->logits, false, g->stream, err));
     if (hp->logit_softcap > 0.0f) TRY(nib_cuda_softcap(g->logits, hp->n_vocab, hp->logit_softcap, g->stream, err));
-    return NIB_OK;
+    return pick ? nib_cuda_argmax(g->logits, hp->n_vocab, key, g->stream, err) : NIB_OK;
 }
 
 /* Everything of one step after the ids and position are on the device. With
@@ -360,17 +442,16 @@ static nib_status forward(nib_gpu *g, int n, int max_len, float *rows_out, nib_e
     }
     if (rows_out) {
         for (int r = 0; r < n; r++) {
-            TRY(head_row(g, r, err));
+            TRY(head_row(g, r, r == n - 1, err));
             TRY(nib_cuda_copy_async(rows_out + (size_t)r * hp->n_vocab, g->logits, (size_t)hp->n_vocab * 4, g->stream,
                                     err));
         }
         /* head_row added the pending post-norm output into x for every row;
          * the last row's logits are in g->logits */
     } else {
-        TRY(head_row(g, n - 1, err));
+        TRY(head_row(g, n - 1, true, err));
     }
-    TRY(nib_cuda_argmax(g->logits, hp->n_vocab, g->io_dev + IO_OUT, g->stream, err));
-    return nib_cuda_copy_async(g->io_host + IO_OUT, g->io_dev + IO_OUT, 4, g->stream, err);
+    return nib_cuda_copy_async(g->io_host + IO_KEY, g->io_dev + IO_KEY, 8, g->stream, err);
 }
 
 static int bucket_of(int32_t len) {
@@ -387,7 +468,7 @@ static nib_status decode_one(nib_gpu *g, nib_error *err) {
     if (max_len > g->n_ctx) max_len = g->n_ctx;
     if (!g->graphs[b]) {
         TRY(nib_cuda_graph_begin(g->stream, err));
-        nib_status s = nib_cuda_copy_async(g->io_dev, g->io_host, 3 * 4, g->stream, err);
+        nib_status s = nib_cuda_copy_async(g->io_dev, g->io_host, (IO_TOK + 1) * 4, g->stream, err);
         if (s == NIB_OK) s = forward(g, 1, (int)max_len, NULL, err);
         void *graph = NULL;
         nib_error end_err;
@@ -412,14 +493,19 @@ nib_status nib_gpu_decode(nib_gpu *g, const int32_t *tokens, int64_t n, int32_t 
         return nib_error_set(err, NIB_ERR_ARG, "GPU step of %lld tokens at position %d does not fit (batch %d, context %d)",
                              (long long)n, pos, g->n_batch, g->n_ctx);
     g->io_host[IO_POS] = pos;
+    memset(g->io_host + IO_KEY, 0, 8);
     memcpy(g->io_host + IO_TOK, tokens, (size_t)n * 4);
     if (n == 1 && !all_logits) {
         TRY(decode_one(g, err));
     } else {
-        TRY(nib_cuda_copy_async(g->io_dev, g->io_host, (size_t)(2 + n) * 4, g->stream, err));
+        TRY(nib_cuda_copy_async(g->io_dev, g->io_host, (size_t)(IO_TOK + n) * 4, g->stream, err));
         TRY(forward(g, (int)n, (int)(pos + n), all_logits, err));
     }
-    return nib_cuda_stream_sync(g->stream, err);
+    TRY(nib_cuda_stream_sync(g->stream, err));
+    uint64_t key;
+    memcpy(&key, g->io_host + IO_KEY, 8);
+    g->last_id = key ? (int32_t)(0xFFFFFFFFu - (uint32_t)key) : 0;
+    return NIB_OK;
 }
 
 nib_status nib_gpu_logits(nib_gpu *g, float *out, nib_error *err) {

@@ -24,16 +24,24 @@
  * too many or too few out of 4097), a dropped sink or a missed softcap moves
  * the output by 1e-4 or far more.
  *
- * Cases: context lengths p + 1 of 1, 7, 64, 255, 1023, 4097 (one split up
- * to 256 rows, then 4 and 17) by head dims 64, 128, 256, 512 by GQA groups 1
- * and 4; then windows (128 and 300, windows ending mid-chunk), softcap 30,
- * sinks, all three at once (gpt-oss-like: G = 8, hd 64), GQA groups 6, 7, 8
- * and 12 (padded head slices and several slices per KV head), unequal and
- * odd head dims (192/128, 320/64, 96, 32); max_len far above the length
- * (splits past the length must be harmless); causal batches of 5 tokens
- * across a chunk boundary; one allocation replayed at four positions with
- * only the device int changed (the CUDA graph shape); a position past
- * max_len, which must give NaN; and the argument checks.
+ * Cases: context lengths p + 1 of 1, 7, 64, 255, 1023, 4097 (one chunk up
+ * to 32 rows, then the chunk grows with max_len: 32 to 256 rows) by head dims
+ * 64, 128, 256, 512 by GQA groups 1 and 4; then windows (128 and 300, windows
+ * ending mid-chunk), softcap 30, sinks, all three at once (gpt-oss-like: G =
+ * 8, hd 64), GQA groups 6, 7, 8 and 12 (padded head slices and several
+ * slices per KV head), unequal and odd head dims (192/128, 320/64, 96, 32);
+ * max_len far above the length (splits past the length must be harmless);
+ * causal batches of 5 tokens across a chunk boundary; one allocation replayed
+ * at six positions with only the device int changed (the CUDA graph shape,
+ * and the merge counters must be back at 0 after each call); the two shapes
+ * measured in a real decode step (Llama-3-8B 32/8 hd 128, Qwen2.5-0.5B 14/2
+ * hd 64) at positions 0, 1, 69, 255, 511 in buckets of 256, 512 and 1024 and
+ * at 4097 and 16384; one scratch shared by buckets and batch sizes in turn;
+ * more (token, head slice) pairs than merge counters; a position past
+ * max_len, which must give NaN (one split, merge in place, attn_merge); and
+ * the argument checks. The three ways a call combines its chunks are all
+ * covered: one active chunk writes out, up to 32 merge in the last CTA, more
+ * (or too many counters) go through attn_merge.
  *
  * Without a usable GPU the run is one skip with the reason.
  */
@@ -113,10 +121,19 @@ static const char *case_name(const acase *c, char *buf, size_t n) {
     return buf;
 }
 
+/* Zero a fresh scratch once, as cuda_attention.h asks (its merge counters
+ * start at 0 and the kernels leave them at 0). */
+static bool scratch_zero(void *scratch, size_t sb, nib_error *err) {
+    return !scratch || (nib_cuda_fill_f32((float *)scratch, 0.0f, sb / sizeof(float), err) == NIB_OK &&
+                        nib_cuda_sync(err) == NIB_OK);
+}
+
 /* One configuration, launched once per entry of pos_list on the same
  * allocation and the same nib_cuda_attn: only the device int *pos changes.
- * Tokens whose p is >= max_len (a broken host bound) must come back NaN. */
-static void run_case(const acase *c, const int *pos_list, int n_pos) {
+ * Tokens whose p is >= max_len (a broken host bound) must come back NaN.
+ * `shared` is a scratch to use instead of one of the case's own (NULL: own,
+ * sized and zeroed here). */
+static void run_case_with(const acase *c, const int *pos_list, int n_pos, void *shared) {
     nib_error err = {0};
     char name[160];
     case_name(c, name, sizeof name);
@@ -150,9 +167,9 @@ static void run_case(const acase *c, const int *pos_list, int n_pos) {
     uint16_t *dk = nib_cuda_alloc(2 * nk, &err), *dv = nib_cuda_alloc(2 * nv, &err);
     int32_t *dpos = nib_cuda_alloc(sizeof(int32_t), &err);
     float *dsinks = c->sinks ? nib_cuda_alloc(sizeof(float) * (size_t)c->n_head, &err) : NULL;
-    const size_t sb = nib_cuda_attention_scratch_bytes(c->n_tok, c->n_head, c->hd_v, c->max_len);
-    void *scratch = sb ? nib_cuda_alloc(sb, &err) : NULL;
-    bool ok = dq && dout && dk && dv && dpos && (!c->sinks || dsinks) && (!sb || scratch);
+    const size_t sb = shared ? 0 : nib_cuda_attention_scratch_bytes(c->n_tok, c->n_head, c->hd_v, c->max_len);
+    void *own = sb ? nib_cuda_alloc(sb, &err) : NULL, *scratch = shared ? shared : own;
+    bool ok = dq && dout && dk && dv && dpos && (!c->sinks || dsinks) && (!sb || own) && scratch_zero(own, sb, &err);
     CHECK(ok, "%s: alloc: %s", name, err.msg);
     nib_status s = ok ? NIB_OK : NIB_ERR_NOMEM;
     if (s == NIB_OK) s = nib_cuda_copy_to_device(dq, q, sizeof(float) * nq, &err);
@@ -197,9 +214,11 @@ static void run_case(const acase *c, const int *pos_list, int n_pos) {
         printf("      %-60s pos %5d  rel %.2e\n", name, pos, rel);
     }
     nib_cuda_free(dq), nib_cuda_free(dout), nib_cuda_free(dk), nib_cuda_free(dv), nib_cuda_free(dpos);
-    nib_cuda_free(dsinks), nib_cuda_free(scratch);
+    nib_cuda_free(dsinks), nib_cuda_free(own);
     free(q), free(out), free(sinks), free(kh), free(vh), free(kf), free(vf), free(ref), free(sc);
 }
+
+static void run_case(const acase *c, const int *pos_list, int n_pos) { run_case_with(c, pos_list, n_pos, NULL); }
 
 /* A decode step (n_tok 1) at context length ctx with a tight bucket (max_len = ctx). */
 static void run_decode(acase c, int ctx) {
@@ -260,7 +279,7 @@ static void test_max_len_far_above(void) {
     run_decode((acase){1, 8, 2, 128, 128, 0, 0.0f, false, 8192}, 64);
     run_decode((acase){1, 8, 2, 128, 128, 0, 0.0f, false, 8192}, 1);
     run_decode((acase){1, 8, 2, 64, 64, 128, 0.0f, true, 8192}, 300);
-    run_decode((acase){1, 4, 4, 512, 512, 0, 0.0f, false, 256}, 7);  /* single split, bucket above the length */
+    run_decode((acase){1, 4, 4, 512, 512, 0, 0.0f, false, 256}, 7);  /* one active chunk of 8 */
 }
 
 /* Prompt processing: token t sees rows up to pos + t only. */
@@ -273,20 +292,99 @@ static void test_causal_batch(void) {
 }
 
 /* The graph-replay shape: one allocation, one nib_cuda_attn, four positions
- * (up and down, and the last one the bucket allows). */
+ * (up and down, and the last one the bucket allows). Every call after the
+ * first also checks that the merge counters came back to 0: one left
+ * non-zero makes no CTA the last, and the poisoned output stays NaN. */
 static void test_replay_positions(void) {
-    const int pos[] = {100, 3000, 10, 4095};
-    run_case(&(acase){1, 8, 2, 128, 128, 0, 0.0f, false, 4096}, pos, 4);
+    const int pos[] = {100, 3000, 10, 4095, 4095, 300};
+    run_case(&(acase){1, 8, 2, 128, 128, 0, 0.0f, false, 4096}, pos, 6);
     const int pos_b[] = {0, 200, 3};
-    run_case(&(acase){4, 16, 2, 64, 64, 128, 0.0f, true, 256}, pos_b, 3);  /* single split, batch of 4 */
+    run_case(&(acase){4, 16, 2, 64, 64, 128, 0.0f, true, 256}, pos_b, 3);  /* batch of 4, window, sinks */
+}
+
+/* The shapes measured in a real decode step (ncu, H200), at short contexts
+ * in the engine's buckets (256 << b): Llama-3-8B (32 heads, 8 KV heads, hd
+ * 128) and Qwen2.5-0.5B (14/2, hd 64, group 7: two head slices, one padded).
+ * Position 0 and 1 (one active chunk: written out directly), 69 (the measured
+ * context: several chunks, merged by the last CTA), the bucket's last row. */
+static const acase llama8b = {1, 32, 8, 128, 128, 0, 0.0f, false, 0};
+static const acase qwen05b = {1, 14, 2, 64, 64, 0, 0.0f, false, 0};
+
+static void test_decode_real_short(void) {
+    const int pos[] = {0, 1, 69, 255, 511};
+    const int buckets[] = {256, 512, 1024};
+    const acase *shapes[] = {&llama8b, &qwen05b};
+    for (size_t si = 0; si < 2; si++)
+        for (size_t b = 0; b < 3; b++) {
+            acase c = *shapes[si];
+            c.max_len = buckets[b];
+            int list[5], n = 0;
+            for (int i = 0; i < 5; i++)
+                if (pos[i] < c.max_len) list[n++] = pos[i];
+            run_case(&c, list, n);
+        }
+}
+
+/* Long contexts at the real shapes: 4097 (17 chunks of 256, merged in place),
+ * 16384 (64 chunks: attn_merge), a short context in the 16k bucket (one or
+ * two active chunks under attn_merge) and 4097 in the 8k bucket. */
+static void test_decode_real_long(void) {
+    const acase *shapes[] = {&llama8b, &qwen05b};
+    for (size_t si = 0; si < 2; si++) {
+        run_decode(*shapes[si], 4097);
+        run_decode(*shapes[si], 16384);
+        acase c = *shapes[si];
+        c.max_len = 16384;
+        const int pos[] = {69, 300, 16383};
+        run_case(&c, pos, 3);
+        c.max_len = 8192;
+        const int at = 4096;
+        run_case(&c, &at, 1);
+    }
+}
+
+/* One scratch for everything, as the engine does: sized once for its largest
+ * batch and bucket, zeroed once, then decode steps in three buckets and
+ * batches of 4 and 2 in turn, each reusing the counters the previous call
+ * must have left at 0. */
+static void test_shared_scratch(void) {
+    nib_error err = {0};
+    const acase *shapes[] = {&llama8b, &qwen05b};
+    for (size_t si = 0; si < 2; si++) {
+        const acase base = *shapes[si];
+        const size_t sb = nib_cuda_attention_scratch_bytes(4, base.n_head, base.hd_v, 1024);
+        void *scratch = nib_cuda_alloc(sb, &err);
+        CHECK(scratch && scratch_zero(scratch, sb, &err), "shared scratch: %s", err.msg);
+        if (!scratch) continue;
+        const struct {
+            int n_tok, max_len, pos;
+        } seq[] = {{1, 256, 69}, {1, 512, 300}, {4, 1024, 600}, {1, 256, 70}, {1, 1024, 1023},
+                   {2, 512, 254}, {1, 512, 69}, {4, 256, 100}, {1, 256, 255}, {1, 1024, 69}};
+        for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
+            acase c = base;
+            c.n_tok = seq[i].n_tok, c.max_len = seq[i].max_len;
+            run_case_with(&c, &seq[i].pos, 1, scratch);
+        }
+        nib_cuda_free(scratch);
+    }
+}
+
+/* More (token, KV-head slice) pairs than merge counters (17 x 64 > 1024):
+ * attn_merge takes over, with a batch across a chunk boundary. */
+static void test_many_counters(void) {
+    const int at = 300;
+    run_case(&(acase){17, 64, 64, 64, 64, 0, 0.0f, false, 512}, &at, 1);
 }
 
 /* *pos + n_tok > max_len breaks the host bound: those tokens come back NaN
- * (the ones inside it stay correct), with one split and with several. */
+ * (the ones inside it stay correct), with one split, with the merge in the
+ * last CTA, and with attn_merge. */
 static void test_bound_broken(void) {
-    const int past = 4094, past_single = 254;
+    const int past = 4094, past_single = 30, past_fused = 254, past_long = 16383;
     run_case(&(acase){3, 8, 2, 128, 128, 0, 0.0f, false, 4096}, &past, 1);
-    run_case(&(acase){3, 8, 2, 128, 128, 0, 0.0f, false, 256}, &past_single, 1);
+    run_case(&(acase){3, 8, 2, 128, 128, 0, 0.0f, false, 32}, &past_single, 1);
+    run_case(&(acase){3, 8, 2, 128, 128, 0, 0.0f, false, 256}, &past_fused, 1);
+    run_case(&(acase){2, 32, 8, 128, 128, 0, 0.0f, false, 16384}, &past_long, 1);
 }
 
 static void test_errors(void) {
@@ -316,9 +414,19 @@ static void test_errors(void) {
               err.msg, bad[i].says);
     }
     printf("      e.g. %s\n", err.msg);
-    CHECK(nib_cuda_attention_scratch_bytes(1, 8, 128, 256) == 0, "one split needs no scratch");
-    CHECK(nib_cuda_attention_scratch_bytes(1, 8, 128, 257) >= 8 * 2 * (128 * 4 + 8), "two splits: too little scratch");
+    CHECK(nib_cuda_attention_scratch_bytes(1, 8, 128, 32) == 0, "one split needs no scratch");
+    CHECK(nib_cuda_attention_scratch_bytes(1, 8, 128, 33) >= 4096 + 8 * 2 * (128 * 4 + 8),
+          "two splits: too little scratch");
     CHECK(nib_cuda_attention_scratch_bytes(65535, 65535, 512, 1 << 30) == SIZE_MAX, "overflow not reported");
+    /* one allocation serves every smaller batch and bucket */
+    const int toks[] = {1, 2, 5, 33, 512}, lens[] = {33, 256, 1000, 1025, 4096, 8193, 32768};
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 7; j++)
+            for (int i2 = 0; i2 <= i; i2++)
+                for (int j2 = 0; j2 <= j; j2++)
+                    CHECK(nib_cuda_attention_scratch_bytes(toks[i2], 32, 128, lens[j2]) <=
+                              nib_cuda_attention_scratch_bytes(toks[i], 32, 128, lens[j]),
+                          "scratch for (%d, %d) exceeds that for (%d, %d)", toks[i2], lens[j2], toks[i], lens[j]);
 done:
     nib_cuda_free(q), nib_cuda_free(out), nib_cuda_free(kv), nib_cuda_free(pos);
 }
@@ -343,6 +451,10 @@ int main(void) {
     RUN(test_max_len_far_above);
     RUN(test_causal_batch);
     RUN(test_replay_positions);
+    RUN(test_decode_real_short);
+    RUN(test_decode_real_long);
+    RUN(test_shared_scratch);
+    RUN(test_many_counters);
     RUN(test_bound_broken);
     RUN(test_errors);
     printf("worst ||gpu-ref||/||ref|| %.2e (bound %.0e)\n", worst_rel, REL_BOUND);

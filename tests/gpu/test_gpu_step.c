@@ -322,7 +322,8 @@ static void test_argmax(void) {
     const int64_t n = 151936;
     float *x = malloc(sizeof(float) * (size_t)n);
     float *dx = dalloc(sizeof(float) * (size_t)n);
-    int32_t *dout = dalloc(4), got = -1;
+    uint64_t *dout = dalloc(8), key = 0;
+    int32_t got = -1;
     for (int rep = 0; rep < 4; rep++) {
         for (int64_t i = 0; i < n; i++) x[i] = (float)rng_normal();
         int64_t want = (int64_t)(rng_u64() % (uint64_t)n);
@@ -332,11 +333,44 @@ static void test_argmax(void) {
         if (rep == 3) want = 0, x[0] = 11.0f;
         up(dx, x, sizeof(float) * (size_t)n);
         CHECK(nib_cuda_argmax(dx, n, dout, NULL, &err) == NIB_OK, "argmax: %s", err.msg);
-        down(&got, dout, 4);
+        down(&key, dout, 8);
+        got = key ? (int32_t)(0xFFFFFFFFu - (uint32_t)key) : -1;
         CHECK(got == want, "argmax rep %d: %d, want %lld", rep, got, (long long)want);
     }
     nib_cuda_free(dx), nib_cuda_free(dout);
     free(x);
+    /* fused into the LM head: the key must name the host's first maximum of y */
+    for (size_t ti = 0; ti < sizeof mm_types / sizeof mm_types[0]; ti++) {
+        const nib_type t = mm_types[ti];
+        const int64_t n_in = 256, n_out = 5003;
+        size_t rb = 0;
+        nib_row_bytes(t, n_in, &rb);
+        uint8_t *W = malloc(rb * (size_t)n_out);
+        random_weights(t, W, n_in, n_out);
+        memcpy(W + 4000 * rb, W + 17 * rb, rb); /* rows 17 and 4000 equal: a tie to break */
+        nib_cuda_weight *w = NULL;
+        CHECK(nib_cuda_weight_upload(t, W, n_in, n_out, &w, &err) == NIB_OK, "upload: %s", err.msg);
+        free(W);
+        if (!w) continue;
+        float *xv = malloc(sizeof(float) * (size_t)n_in), *y = malloc(sizeof(float) * (size_t)n_out);
+        for (int64_t i = 0; i < n_in; i++) xv[i] = (float)rng_normal();
+        float *dxv = dalloc(sizeof(float) * (size_t)n_in), *dy = dalloc(sizeof(float) * (size_t)n_out);
+        void *act = dalloc(nib_cuda_act_bytes(n_in, 1));
+        uint64_t *dk = dalloc(8), zero = 0;
+        up(dxv, xv, sizeof(float) * (size_t)n_in), up(dk, &zero, 8);
+        nib_status s = nib_cuda_act_quantize(dxv, n_in, 1, act, NULL, &err);
+        if (s == NIB_OK) s = nib_cuda_matmul_argmax(w, dxv, act, dy, dk, NULL, &err);
+        CHECK(s == NIB_OK, "matmul_argmax: %s", err.msg);
+        down(y, dy, sizeof(float) * (size_t)n_out), down(&key, dk, 8);
+        int32_t want = 0;
+        for (int64_t i = 1; i < n_out; i++)
+            if (y[i] > y[want]) want = (int32_t)i;
+        got = key ? (int32_t)(0xFFFFFFFFu - (uint32_t)key) : -1;
+        CHECK(got == want, "%s matmul_argmax: %d, want %d", nib_type_name(t), got, want);
+        nib_cuda_weight_free(w);
+        nib_cuda_free(dxv), nib_cuda_free(dy), nib_cuda_free(act), nib_cuda_free(dk);
+        free(xv), free(y);
+    }
 }
 
 int main(void) {

@@ -1,0 +1,49 @@
+/* Programmatic dependent launch (PDL, sm_90+): the decode step is a chain of
+ * ~300-400 short kernels, and between two kernels in a CUDA graph the GPU
+ * otherwise drains the first, then launches and ramps up the second (a
+ * microsecond or more each time). Launched with the programmatic-serialization
+ * attribute, the next kernel's blocks are scheduled as soon as every block of
+ * the running one has called pdl_launch_dependents(); they then wait in
+ * pdl_wait() until the running kernel has finished and its writes are
+ * visible. So every kernel of the step calls both, first thing, before it
+ * touches memory: the overlap is launch and scheduling only, never data.
+ *
+ * Below sm_90 (and when a kernel is launched without the attribute) both
+ * calls are no-ops, and the launch attribute is ignored by older devices. */
+#ifndef NIB_CUDA_PDL_CUH
+#define NIB_CUDA_PDL_CUH
+
+#include <cuda_runtime.h>
+
+#ifndef NIB_PDL_DEFINED
+#define NIB_PDL_DEFINED
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+#endif
+
+/* kernel<<<grid, block, smem, stream>>>(args...) with the PDL attribute. */
+template <typename... KArgs, typename... Args>
+static inline cudaError_t pdl_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                     cudaStream_t stream, Args &&...args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+#endif
