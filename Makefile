@@ -62,8 +62,9 @@ endif
 $(BUILD)/tests/gpu/%: tests/gpu/%.c tests/test.h $(BUILD)/libnib.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libnib.a $(LDLIBS)
-test-gpu: $(GPU_TEST_BIN)
-	@status=0; for t in $(GPU_TEST_BIN); do echo "-- $$t"; $$t || status=1; done; exit $$status
+test-gpu: $(GPU_TEST_BIN) $(BUILD)/nib
+	@status=0; for t in $(GPU_TEST_BIN); do echo "-- $$t"; $$t || status=1; done; \
+	echo "-- nib verify (models/)"; sh tests/gpu/verify_models.sh $(BUILD)/nib || status=1; exit $$status
 # ---- end of the CUDA block --------------------------------------------------------------
 
 TEST_C   := $(sort $(wildcard tests/test_*.c))

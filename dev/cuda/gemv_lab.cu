@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuda/gemv_formats_extra.cuh"
 #include "cuda/gemv_kernels.cuh"
 
 #define CK(call)                                                                                 \
@@ -140,7 +141,12 @@ static void run_q8(const lab_ctx *c) {
     quantize_act_q8<<<CEIL_DIV(c->n_in, 256), 256, 0, c->st>>>(c->x, c->xq, c->xds, c->n_in, 1, c->n_in);
     act_q8 a;
     a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1;
-    gemv_q8<F, W, R, U, 1><<<grid, W * 32, 0, c->st>>>(c->W, c->row_bytes, a, c->y, c->n_out, c->n_in, c->n_out, 0);
+    if (c->n_in / F::CH >= 32 * U) /* as gemv.cu's launcher: U = 1 for rows shorter than one pass */
+        gemv_q8<F, W, R, U, 1><<<grid, W * 32, 0, c->st>>>(c->W, c->row_bytes, a, c->y, c->n_out, c->n_in, c->n_out, 0,
+                                                           (unsigned long long *)NULL);
+    else
+        gemv_q8<F, W, R, 1, 1><<<grid, W * 32, 0, c->st>>>(c->W, c->row_bytes, a, c->y, c->n_out, c->n_in, c->n_out, 0,
+                                                           (unsigned long long *)NULL);
 }
 template <bool BF>
 static void run_f16(const lab_ctx *c) {
@@ -149,7 +155,7 @@ static void run_f16(const lab_ctx *c) {
     int grid = CEIL_DIV(c->n_out, GEMV_WARPS);
     if (grid > most) grid = most;
     gemv_f16<BF, true><<<grid, GEMV_WARPS * 32, 0, c->st>>>(c->W, c->row_bytes, c->x, c->n_in, c->y, c->n_out, c->n_in,
-                                                             c->n_out, 0);
+                                                             c->n_out, 0, (unsigned long long *)NULL);
 }
 static void run_q4_0_f32x(const lab_ctx *c) {
     gemv_q4_0_f32x<<<CEIL_DIV(c->n_out, GEMV_WARPS), GEMV_WARPS * 32, 0, c->st>>>(c->W, c->row_bytes, c->x, c->y,
@@ -189,11 +195,16 @@ typedef struct variant {
 static const variant variants[] = {
     V_Q8("Q4_0", fmt_q4_0, 1, 4, false),     V_Q8("Q4_1", fmt_q4_1, 1, 4, false),
     V_Q8("Q5_0", fmt_q5_0, 1, 4, false),     V_Q8("Q5_1", fmt_q5_1, 1, 4, false),
-    V_Q8("Q8_0", fmt_q8_0, 1, 8, false),     V_Q8("Q2_K", fmt_q2_K, 4, 2, true),
-    V_Q8("Q3_K", fmt_q3_K, 1, 8, false),     V_Q8("Q4_K", fmt_q4_K, 2, 4, true),
-    V_Q8("Q5_K", fmt_q5_K, 2, 4, true),      V_Q8("Q6_K", fmt_q6_K, 2, 4, true),
-    V_Q8("IQ4_NL", fmt_iq4_nl, 1, 4, false), V_Q8("IQ4_XS", fmt_iq4_xs, 1, 4, false),
+    V_Q8("Q8_0", fmt_q8_0, 1, 4, false),     V_Q8("Q2_K", fmt_q2_K, 4, 1, true),
+    V_Q8("Q3_K", fmt_q3_K, 1, 1, false),     V_Q8("Q4_K", fmt_q4_K, 4, 2, true),
+    V_Q8("Q5_K", fmt_q5_K, 4, 2, true),      V_Q8("Q6_K", fmt_q6_K, 4, 2, true),
+    V_Q8("IQ4_NL", fmt_iq4_nl, 1, 4, false), V_Q8("IQ4_XS", fmt_iq4_xs, 1, 2, false),
     V_Q8("MXFP4", fmt_mxfp4, 1, 4, false),   {"F16", 1, 2, run_f16<false>}, {"BF16", 1, 2, run_f16<true>},
+    V_Q8("TQ1_0", fmt_tq1_0, 1, 1, false),   V_Q8("TQ2_0", fmt_tq2_0, 1, 1, false),
+    V_Q8("IQ2_XXS", fmt_iq2_xxs, 1, 4, false), V_Q8("IQ2_XS", fmt_iq2_xs, 1, 4, false),
+    V_Q8("IQ2_S", fmt_iq2_s, 1, 4, false),   V_Q8("IQ3_XXS", fmt_iq3_xxs, 1, 4, false),
+    V_Q8("IQ3_S", fmt_iq3_s, 1, 4, false),   V_Q8("IQ1_S", fmt_iq1_s, 1, 4, false),
+    V_Q8("IQ1_M", fmt_iq1_m, 1, 4, false),
     {"Q4_0/v2-f32x", 32, 18, run_q4_0_f32x}, {"Q8_0/v2-f32x", 32, 34, run_q8_0_f32x},
     V_TUNE("Q4_0", fmt_q4_0), V_TUNE("Q8_0", fmt_q8_0), V_TUNE("Q4_K", fmt_q4_K), V_TUNE("Q5_K", fmt_q5_K),
     V_TUNE("Q6_K", fmt_q6_K), V_TUNE("Q2_K", fmt_q2_K), V_TUNE("IQ4_XS", fmt_iq4_xs),

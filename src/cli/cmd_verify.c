@@ -62,6 +62,19 @@ static double max_abs_diff(const float *a, const float *b, int32_t n, double *ma
     return d;
 }
 
+/* KL(softmax(p) || softmax(q)) in nats: how far the GPU's next-token
+ * distribution is from the CPU's, a scale-free measure of the noise. */
+static double kl_div(const float *p, const float *q, int32_t n) {
+    double mp = -INFINITY, mq = -INFINITY, zp = 0.0, zq = 0.0, kl = 0.0;
+    for (int32_t i = 0; i < n; i++) mp = fmax(mp, p[i]), mq = fmax(mq, q[i]);
+    for (int32_t i = 0; i < n; i++) zp += exp(p[i] - mp), zq += exp(q[i] - mq);
+    for (int32_t i = 0; i < n; i++) {
+        double lp = p[i] - mp - log(zp), lq = q[i] - mq - log(zq);
+        kl += exp(lp) * (lp - lq);
+    }
+    return kl;
+}
+
 int cmd_verify(int argc, char **argv) {
     cli_opts o;
     cli_opts_init(&o);
@@ -112,12 +125,14 @@ int cmd_verify(int argc, char **argv) {
         goto done;
     }
     int same = 0, ties = 0, real = 0, first = -1;
-    double worst = 0.0, sum = 0.0;
-    printf("%5s %8s %8s %10s %10s  %s\n", "step", "cpu", "gpu", "max|diff|", "max|logit|", "note");
+    double worst = 0.0, sum = 0.0, kl_sum = 0.0, kl_max = 0.0;
+    printf("%5s %8s %8s %10s %10s %10s  %s\n", "step", "cpu", "gpu", "max|diff|", "max|logit|", "KL", "note");
     for (int step = 0; step <= o.n_predict; step++) {
         memcpy(lc, nib_ctx_logits(cpu), (size_t)V * 4);
         memcpy(lg, nib_ctx_logits(gpu), (size_t)V * 4);
-        double mabs = 0.0, d = max_abs_diff(lc, lg, V, &mabs);
+        double mabs = 0.0, d = max_abs_diff(lc, lg, V, &mabs), kl = kl_div(lc, lg, V);
+        kl_sum += kl;
+        if (!(kl <= kl_max)) kl_max = kl;
         int32_t tc = argmax_of(lc, V), tg = nib_ctx_argmax(gpu), tg_host = argmax_of(lg, V);
         if (!(d <= worst)) worst = d;
         sum += d;
@@ -132,12 +147,14 @@ int cmd_verify(int argc, char **argv) {
             snprintf(note, sizeof note, "differ: CPU margin %.5f %s max|diff| %.5f: %s", gap, tie ? "<=" : ">", d,
                      tie ? "near-tie" : "REAL DIVERGENCE");
         }
-        printf("%5d %8d %8d %10.5f %10.3f  %s%s\n", step, tc, tg, d, mabs, step == 0 ? "(after the prompt) " : "", note);
+        printf("%5d %8d %8d %10.5f %10.3f %10.2e  %s%s\n", step, tc, tg, d, mabs, kl,
+               step == 0 ? "(after the prompt) " : "", note);
         if (step == o.n_predict || nib_tokenizer_is_eog(s.tok, tc)) {
             if (step < o.n_predict) printf("(end of generation token)\n");
             printf("greedy picks identical at %d of %d steps; near-ties %d; real divergences %d; first divergence %s%d\n",
                    same, step + 1, ties, real, first < 0 ? "none" : "step ", first < 0 ? 0 : first);
-            printf("max |logit diff| %.5f, mean over steps %.5f\n", worst, sum / (step + 1));
+            printf("max |logit diff| %.5f, mean over steps %.5f; KL(cpu || gpu) mean %.2e, max %.2e nats\n", worst,
+                   sum / (step + 1), kl_sum / (step + 1), kl_max);
             break;
         }
         if (nib_ctx_decode(cpu, &tc, 1, NULL, &err) || nib_ctx_decode(gpu, &tc, 1, NULL, &err)) {

@@ -1,0 +1,27 @@
+#!/bin/sh
+# `nib verify` (GPU step against the CPU step, greedy) on every real model in
+# models/ (make models fetches them). Part of `make test-gpu`; without a GPU
+# one skip with the reason.
+#   sh tests/gpu/verify_models.sh BUILD/nib [STEPS]
+NIB=${1:-build/nib}
+N=${2:-64}
+pass=0 fail=0 skip=0
+line=$($NIB info 2>&1 | grep "^cuda:")
+if [ -z "$line" ] || echo "$line" | grep -q "unavailable\|not usable"; then
+    echo "SKIP verify: no usable CUDA device (nib info: $line)"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 0
+fi
+for m in models/*.gguf; do
+    [ -f "$m" ] || continue
+    log=$(mktemp)
+    if $NIB verify "$m" -n "$N" > "$log" 2>&1; then
+        pass=$((pass + 1)); echo "ok    verify $(basename "$m"): $(grep -E 'greedy picks' "$log")"
+    else
+        fail=$((fail + 1)); echo "FAIL  verify $(basename "$m")"; tail -5 "$log"
+    fi
+    rm -f "$log"
+done
+[ $((pass + fail)) -eq 0 ] && { echo "SKIP verify: no models in models/ (make models)"; skip=1; }
+echo "$pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
