@@ -61,7 +61,8 @@ int cmd_bench(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : 2;
     int64_t need = (int64_t)o.bench_depth + (o.bench_pp > o.bench_tg ? o.bench_pp : o.bench_tg) + 1;
     o.n_ctx = (int32_t)(need < 256 ? 256 : need);
-    o.n_batch = o.bench_pp > 0 ? (o.bench_pp < 512 ? o.bench_pp : 512) : 1;
+    /* the prompt (and the depth fill) in batches of up to 512 */
+    o.n_batch = o.bench_pp > 0 && o.bench_pp < 512 ? o.bench_pp : (o.bench_pp > 0 || o.bench_depth > 0 ? 512 : 1);
     cli_session s;
     if (cli_session_open(&s, &o, true)) return 1;
     const nib_model *m = s.model;

@@ -296,6 +296,9 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
         !(g->io_dev = dev_alloc(g, (IO_TOK + B) * 4, err)) ||
         !(g->io_host = nib_cuda_host_alloc((IO_TOK + B) * 4, err)))
         goto fail;
+    /* the attention's merge counters start at zero and every call leaves them
+     * there (cuda_attention.h) */
+    if (attn && (nib_cuda_fill_f32(g->attn_scratch, 0.0f, attn / 4, err) || nib_cuda_sync(err))) goto fail;
     return g;
 fail:
     nib_gpu_free(g);
