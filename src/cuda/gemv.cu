@@ -134,16 +134,17 @@ typedef struct gemv_row {
  * (bench/results/2026-11-30-h200-gemv.md, sweeps "/w" and "/u"): R=2 with a
  * persistent grid pays for the K-quants whose items are large (their
  * per-item activation loads are shared by the two rows), R=1 for the rest.
- * In the decode step (bench/gpu-decode-notes.md, v3) the fused gate/up kernel,
- * 2R rows per warp, streamed Q4_K at 3.0 TB/s while the plain R = 2 GEMVs got
- * 1.7-1.8: the K-quants now run R = 4 plain and R/2 = 2 per matrix fused.
+ * In the decode step (bench/gpu-decode-notes.md, v3-v4) the fused gate/up
+ * kernel, 2R rows per warp, streamed Q4_K at 3.0 TB/s while the plain R = 2
+ * GEMVs got 1.7-1.8; R = 4 for the plain K-quant GEMVs was tried and lost
+ * (8B Q4_K_M 346 -> 305 t/s), so R stays 2.
  * U is 32 * U * CH = 4096 elements per pass where that holds (U = 4 for
  * 32-element items, 2 for 64, 1 for 128 and more): dot_rows computes every
  * pass's U items unconditionally, so a U that overshoots the common 4096-wide
  * rows would waste loads and dp4a work on padding. */
-#define ROW_Q8(T, NAME, F, R, U, P)                                                                      \
-    {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U>, launch_q8_glu<F, ((R) > 1 ? (R) / 2 : 1), U>, \
-     occupancy_q8<F, R, U>, GEMV_WARPS * (R), P}
+#define ROW_Q8(T, NAME, F, R, U, P)                                                                               \
+    {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U>, launch_q8_glu<F, R, U>, occupancy_q8<F, R, U>, \
+     GEMV_WARPS * (R), P}
 
 static const gemv_row gemv_rows[] = {
     {NIB_TYPE_F16, "gemv_f16", false, launch_f16<false>, NULL, occupancy_f16<false>, GEMV_WARPS, true},
@@ -155,9 +156,9 @@ static const gemv_row gemv_rows[] = {
     ROW_Q8(Q8_0, "q8_0", fmt_q8_0, 1, 4, false),
     ROW_Q8(Q2_K, "q2_K", fmt_q2_K, 4, 1, true),
     ROW_Q8(Q3_K, "q3_K", fmt_q3_K, 1, 1, false),
-    ROW_Q8(Q4_K, "q4_K", fmt_q4_K, 4, 2, true),
-    ROW_Q8(Q5_K, "q5_K", fmt_q5_K, 4, 2, true),
-    ROW_Q8(Q6_K, "q6_K", fmt_q6_K, 4, 2, true),
+    ROW_Q8(Q4_K, "q4_K", fmt_q4_K, 2, 2, true),
+    ROW_Q8(Q5_K, "q5_K", fmt_q5_K, 2, 2, true),
+    ROW_Q8(Q6_K, "q6_K", fmt_q6_K, 2, 2, true),
     ROW_Q8(IQ4_NL, "iq4_nl", fmt_iq4_nl, 1, 4, false),
     ROW_Q8(IQ4_XS, "iq4_xs", fmt_iq4_xs, 1, 2, false),
     ROW_Q8(MXFP4, "mxfp4", fmt_mxfp4, 1, 4, false),
