@@ -144,9 +144,17 @@ static void run_q8(const lab_ctx *c) {
     if (c->n_in / F::CH >= 32 * U) /* as gemv.cu's launcher: U = 1 for rows shorter than one pass */
         gemv_q8<F, W, R, U, 1><<<grid, W * 32, 0, c->st>>>(c->W, c->row_bytes, a, c->y, c->n_out, c->n_in, c->n_out, 0,
                                                            (unsigned long long *)NULL);
-    else
-        gemv_q8<F, W, R, 1, 1><<<grid, W * 32, 0, c->st>>>(c->W, c->row_bytes, a, c->y, c->n_out, c->n_in, c->n_out, 0,
-                                                           (unsigned long long *)NULL);
+    else { /* and, with rows enough to fill it, 4 rows per warp on a persistent grid */
+        static int most4 = 0;
+        if (!most4) most4 = persistent_blocks(gemv_q8<F, W, 4, 1, 1>, W * 32);
+        int g4 = CEIL_DIV(c->n_out, W * 4);
+        if (g4 >= most4)
+            gemv_q8<F, W, 4, 1, 1><<<most4, W * 32, 0, c->st>>>(c->W, c->row_bytes, a, c->y, c->n_out, c->n_in,
+                                                                c->n_out, 0, (unsigned long long *)NULL);
+        else
+            gemv_q8<F, W, R, 1, 1><<<grid, W * 32, 0, c->st>>>(c->W, c->row_bytes, a, c->y, c->n_out, c->n_in,
+                                                               c->n_out, 0, (unsigned long long *)NULL);
+    }
 }
 template <bool BF>
 static void run_f16(const lab_ctx *c) {

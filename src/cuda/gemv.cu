@@ -56,14 +56,37 @@ static cudaError_t occupancy_f16(int *blocks_per_sm, int threads) {
  * run R = 1, U = 1, where NT_BATCH tokens already give each lane NT_BATCH
  * independent dots per item (and the unrolled code stays small enough to
  * compile fast). */
+/* Decode (one token) runs the format's R/U; a row shorter than one pass of U
+ * per lane (Qwen2.5-0.5B's 896-wide rows are 28 items) runs U = 1; when
+ * there are rows enough to fill a persistent grid (an LM head of 152k rows),
+ * with SHORT_R rows per warp on that grid: with one item per lane and row, a
+ * warp needs several rows' loads in flight, and tens of thousands of one-row
+ * blocks cost more to start than to run.
+ * With the fused argmax the grid is persistent too, so the per-block keys
+ * that reach the atomic are few. Prompt chunks run R = 1, U = 1, where
+ * NT_BATCH tokens already give each lane NT_BATCH independent dots per item
+ * (and the unrolled code stays small enough to compile fast). */
+#define SHORT_R 4
+
+static unsigned persistent_grid(const nib_cuda_weight *w, int rows_per_block) {
+    const int64_t need = CEIL_DIV(w->n_out, rows_per_block);
+    return (unsigned)(w->grid_cap > 0 && w->grid_cap < need ? w->grid_cap : need);
+}
+
 template <class F, int R, int U>
 static cudaError_t launch_q8(const mm_args *a) {
     const nib_cuda_weight *w = a->w;
     const int n_in = (int)w->n_in, n_out = (int)w->n_out;
     if (a->n_tok == 1 && n_in / F::CH >= 32 * U)
-        return pdl_launch(gemv_q8<F, GEMV_WARPS, R, U, 1>, dim3(w->grid), dim3(GEMV_WARPS * 32), 0, a->stream, w->dev,
-                          w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->add, a->best);
-    if (a->n_tok == 1)
+        return pdl_launch(gemv_q8<F, GEMV_WARPS, R, U, 1>,
+                          dim3(a->best ? persistent_grid(w, GEMV_WARPS * R) : (unsigned)w->grid),
+                          dim3(GEMV_WARPS * 32), 0, a->stream, w->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out,
+                          a->add, a->best);
+    if (a->n_tok == 1 && CEIL_DIV(n_out, GEMV_WARPS * SHORT_R) >= w->grid_cap)
+        return pdl_launch(gemv_q8<F, GEMV_WARPS, SHORT_R, 1, 1>, dim3(persistent_grid(w, GEMV_WARPS * SHORT_R)),
+                          dim3(GEMV_WARPS * 32), 0, a->stream, w->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out,
+                          a->add, a->best);
+    if (a->n_tok == 1) /* few short rows: as many warps as rows (896 x 896 on 4-row warps used 56 SMs) */
         return pdl_launch(gemv_q8<F, GEMV_WARPS, R, 1, 1>, dim3(w->grid), dim3(GEMV_WARPS * 32), 0, a->stream, w->dev,
                           w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->add, a->best);
     return pdl_launch(gemv_q8<F, GEMV_WARPS, 1, 1, NT_BATCH>,
@@ -91,7 +114,7 @@ template <bool BF16>
 static cudaError_t launch_f16(const mm_args *a) {
     const nib_cuda_weight *w = a->w;
     const int n_in = (int)w->n_in, n_out = (int)w->n_out;
-    const dim3 grid(w->grid, a->n_tok), block(GEMV_WARPS * 32);
+    const dim3 grid(a->best ? persistent_grid(w, GEMV_WARPS) : (unsigned)w->grid, a->n_tok), block(GEMV_WARPS * 32);
     if (n_in % 8 == 0)
         return pdl_launch(gemv_f16<BF16, true>, grid, block, 0, a->stream, w->dev, w->row_bytes, a->x, n_in, a->y,
                           n_out, n_in, n_out, a->add, a->best);
@@ -105,7 +128,7 @@ static cudaError_t occupancy_f32(int *bps, int threads) {
 static cudaError_t launch_f32(const mm_args *a) {
     const nib_cuda_weight *w = a->w;
     const int n_in = (int)w->n_in, n_out = (int)w->n_out;
-    const dim3 grid(w->grid, a->n_tok), block(GEMV_WARPS * 32);
+    const dim3 grid(a->best ? persistent_grid(w, GEMV_WARPS) : (unsigned)w->grid, a->n_tok), block(GEMV_WARPS * 32);
     if (n_in % 4 == 0)
         return pdl_launch(gemv_f32<true>, grid, block, 0, a->stream, w->dev, w->row_bytes, a->x, n_in, a->y, n_out,
                           n_in, n_out, a->add, a->best);
@@ -222,6 +245,7 @@ bool cuda_gemv_plan(nib_cuda_weight *w, nib_error *err) {
         return false;
     const int64_t need = CEIL_DIV(w->n_out, r->rows_per_block), most = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
     w->grid = (int)(r->persistent && most < need ? most : need);
+    w->grid_cap = (int)most;
     return true;
 }
 

@@ -336,6 +336,7 @@ gemv_f32(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restric
     const int lane = threadIdx.x & 31;
     x += (size_t)blockIdx.y * x_stride;
     y += (size_t)blockIdx.y * y_stride;
+    unsigned long long mine = 0;
     for (int row = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5); row < n_out; row += gridDim.x * GEMV_WARPS) {
         const float *wr = (const float *)(W + (size_t)row * row_bytes);
         float acc = 0.0f;
@@ -354,9 +355,11 @@ gemv_f32(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restric
         acc = warp_sum(acc);
         if (lane == 0) {
             y[row] = add ? y[row] + acc : acc;
-            offer_best(best, y[row], row);
+            const unsigned long long k = row_key(y[row], row);
+            mine = k > mine ? k : mine;
         }
     }
+    if (best) block_offer_best(best, mine);
 }
 
 #endif

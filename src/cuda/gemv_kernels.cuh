@@ -513,15 +513,34 @@ __global__ void quantize_act_q8(const float *__restrict__ x, int8_t *__restrict_
     if ((threadIdx.x & 31) == 0) ds[i / 32] = make_float2(d, d * (float)sum);
 }
 
-/* The greedy pick fused into the LM head: each finished row offers the key
- * (orderable bits of its value << 32 | ~row) to an atomicMax, so the largest
- * value wins and, among equal values, the lowest row, the CPU's first
- * maximum. NaN never competes. best must be 0 before the launch. */
-__device__ __forceinline__ void offer_best(unsigned long long *best, float v, int row) {
-    if (!best || v != v) return;
+/* The greedy pick fused into the LM head. A row's key is the orderable bits
+ * of its value << 32 | ~row, so the largest key is the largest value and,
+ * among equal values, the lowest row: the CPU's first maximum. NaN never
+ * competes. Each lane keeps the best key of the rows it stored; at the end of
+ * the kernel the block reduces them and makes one atomicMax (one atomic per
+ * row on a single address serialised a 152k-row head to 140 us). best must
+ * be 0 before the launch. */
+__device__ __forceinline__ unsigned long long row_key(float v, int row) {
+    if (v != v) return 0ull;
     const uint32_t u = __float_as_uint(v);
     const uint32_t key = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-    atomicMax(best, ((unsigned long long)key << 32) | (unsigned long long)(0xFFFFFFFFu - (uint32_t)row));
+    return ((unsigned long long)key << 32) | (unsigned long long)(0xFFFFFFFFu - (uint32_t)row);
+}
+
+/* Called by every thread of the block once, after its last row. */
+__device__ __forceinline__ void block_offer_best(unsigned long long *best, unsigned long long mine) {
+    __shared__ unsigned long long warp_best[32];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long other = __shfl_xor_sync(0xFFFFFFFFu, mine, o);
+        mine = other > mine ? other : mine;
+    }
+    if ((threadIdx.x & 31) == 0) warp_best[threadIdx.x >> 5] = mine;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < (int)(blockDim.x >> 5); w++) mine = warp_best[w] > mine ? warp_best[w] : mine;
+        if (mine) atomicMax(best, mine);
+    }
 }
 
 /* Where a kernel's activations are: NT token rows of int8 quants and (d, s)
@@ -594,6 +613,7 @@ gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__rest
     pdl_launch_dependents();
     pdl_wait();
     const int lane = threadIdx.x & 31, t0 = blockIdx.y * NT;
+    unsigned long long mine = 0;
     for (int row0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R; row0 < n_out; row0 += gridDim.x * WARPS * R) {
         const uint8_t *wr[R];
 #pragma unroll
@@ -608,9 +628,11 @@ gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__rest
                 if (lane == t && t0 + t < a.n_tok && row0 + r < n_out) {
                     float *p = y + (size_t)(t0 + t) * y_stride + row0 + r;
                     *p = add ? *p + acc[t][r] : acc[t][r];
-                    offer_best(best, *p, row0 + r);
+                    const unsigned long long k = row_key(*p, row0 + r);
+                    mine = k > mine ? k : mine;
                 }
     }
+    if (best) block_offer_best(best, mine);
 }
 
 /* The gated feed-forward's first half in one pass: h[t][row] =
@@ -657,6 +679,7 @@ gemv_f16(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restric
     const int lane = threadIdx.x & 31;
     x += (size_t)blockIdx.y * x_stride;
     y += (size_t)blockIdx.y * y_stride;
+    unsigned long long mine = 0;
     for (int row = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5); row < n_out; row += gridDim.x * GEMV_WARPS) {
         const uint16_t *wr = (const uint16_t *)(W + (size_t)row * row_bytes);
         float acc = 0.0f;
@@ -685,9 +708,11 @@ gemv_f16(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restric
         acc = warp_sum(acc);
         if (lane == 0) {
             y[row] = add ? y[row] + acc : acc;
-            offer_best(best, y[row], row);
+            const unsigned long long k = row_key(y[row], row);
+            mine = k > mine ? k : mine;
         }
     }
+    if (best) block_offer_best(best, mine);
 }
 
 /* h = act(g) * u elementwise, for a feed-forward whose gate and up matrices
