@@ -93,24 +93,7 @@
 
 #include "cuda/cuda_attention.h"
 #include "cuda/cuda_internal.h"
-
-/* Programmatic Dependent Launch (sm_90): each kernel lets the next one in the
- * stream start launching at once, then waits for its own predecessor's
- * results. Both are no-ops when the launch did not ask for PDL. (To move to a
- * shared header; the guard lets both definitions coexist meanwhile.) */
-#ifndef NIB_PDL_DEFINED
-#define NIB_PDL_DEFINED
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;");
-#endif
-}
-#endif
+#include "cuda/pdl.cuh"
 
 #define ATTN_CHUNK_MIN 32         /* cache rows per split: at least ... */
 #define ATTN_CHUNK_MAX 256        /* ... and at most (see above) */

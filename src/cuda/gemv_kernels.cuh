@@ -39,6 +39,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "cuda/act_q8.cuh"
 #include "cuda/pdl.cuh"
 #include "quant/blocks.h"
 
@@ -488,10 +489,9 @@ __device__ __forceinline__ float glu_act(int act, float g) {
     return 0.5f * g * (1.0f + tanhf(k * (g + 0.044715f * g * g * g)));
 }
 
-/* x (n_tok rows of n floats, n % 32 == 0) to int8 blocks of 32: one warp per
- * block, d = amax / 127, q = round(x / d) half away from zero (as
- * quant/q_legacy.c's quantize_q8), s = d * sum(q) in fp32. Row t's quants
- * start at qs + t * qs_stride, its (d, s) pairs at ds + t * (n / 32). */
+/* x (n_tok rows of n floats, n % 32 == 0) to int8 blocks of 32, one warp per
+ * block (act_q8.cuh). Row t's quants start at qs + t * qs_stride, its (d, s)
+ * pairs at ds + t * (n / 32). */
 __global__ void quantize_act_q8(const float *__restrict__ x, int8_t *__restrict__ qs, float2 *__restrict__ ds, int n,
                                 int n_tok, int qs_stride) {
     pdl_launch_dependents();
@@ -499,18 +499,7 @@ __global__ void quantize_act_q8(const float *__restrict__ x, int8_t *__restrict_
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (int64_t)n * n_tok) return;  /* n % 32 == 0: whole warps leave together */
     const int t = (int)(i / n), j = (int)(i % n);
-    const float v = x[i];
-    float amax = fabsf(v);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const int q = (int)roundf(v * id);
-    int sum = q;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
-    qs[(int64_t)t * qs_stride + j] = (int8_t)q;
-    if ((threadIdx.x & 31) == 0) ds[i / 32] = make_float2(d, d * (float)sum);
+    quantize_warp32(x[i], qs + (int64_t)t * qs_stride + j, ds + i / 32);
 }
 
 /* The greedy pick fused into the LM head. A row's key is the orderable bits

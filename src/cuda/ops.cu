@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "cuda/cuda_internal.h"
+#include "cuda/act_q8.cuh"
 #include "cuda/cuda_ops.h"
 #include "cuda/pdl.cuh"
 
@@ -106,20 +107,9 @@ __global__ void __launch_bounds__(1024) add_norm_kernel(nib_cuda_norm_args a, in
         const float v = i < n ? __fmul_rn(__fmul_rn(xv[k], inv), wv[k]) : 0.0f;
         if (i < n) xn[i] = v;
         if (!qs) continue;
-        /* as quantize_act_q8 in gemv_kernels.cuh, so both give the same blocks */
-        float amax = fabsf(v);
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
-        const float d = amax / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        const int q = (int)roundf(v * id);
-        int sum = q;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
-        if (i < n) {
-            qs[i] = (int8_t)q;
-            if ((threadIdx.x & 31) == 0) ds[i / 32] = make_float2(d, d * (float)sum);
-        }
+        /* as quantize_act_q8, so both give the same blocks; n % 32 == 0 (act
+         * requires it), so a warp is wholly inside the row or wholly past it */
+        if (i < n) quantize_warp32(v, qs + i, ds + i / 32);
     }
 }
 
