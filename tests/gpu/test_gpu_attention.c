@@ -53,12 +53,12 @@
 #include "cuda/cuda_attention.h"
 #include "nib.h"
 #include "test.h"
+#include "gpu_test.h"
 
 #define REL_BOUND 1e-5
 #define NAN_F16 0x7E00u
 #define POOL 65536
 
-static char probe_reason[256];
 static double worst_rel;
 
 /* A pool of N(0,1) samples rounded to f16 (and their exact floats), drawn
@@ -432,16 +432,7 @@ done:
 }
 
 int main(void) {
-    if (!nib_cuda_probe(probe_reason, sizeof probe_reason)) {
-        printf("SKIP cuda attention: %s\n", probe_reason);
-        test_skipped++;
-        return test_summary();
-    }
-    nib_cuda_device_info info;
-    char why[256];
-    if (nib_cuda_device_get(0, &info, why, sizeof why))
-        printf("device 0: %s, compute capability %d.%d, %d SMs\n", info.name, info.cc_major, info.cc_minor,
-               info.sm_count);
+    if (!gpu_test_start("cuda attention")) return test_summary();
     rng_seed(4242);
     pool_init();
     RUN(test_sweep_group1);

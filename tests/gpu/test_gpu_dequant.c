@@ -35,9 +35,8 @@
 #include "quant/types.h"
 #include "test.h"
 
-static char probe_reason[256];
 
-#include "random_blocks.h"
+#include "gpu_test.h"
 
 /* The reference quantizer's blocks of random normal rows; false when the
  * format has none (IQ1/IQ2/IQ3 need an importance matrix). */
@@ -216,16 +215,7 @@ static void test_errors(void) {
 
 int main(void) {
     random_blocks_subnormal_every = 10;
-    if (!nib_cuda_probe(probe_reason, sizeof probe_reason)) {
-        printf("SKIP cuda: %s\n", probe_reason);
-        test_skipped++;
-        return test_summary();
-    }
-    nib_cuda_device_info info;
-    char why[256];
-    if (nib_cuda_device_get(0, &info, why, sizeof why))
-        printf("device 0: %s, compute capability %d.%d, %d SMs\n", info.name, info.cc_major, info.cc_minor,
-               info.sm_count);
+    if (!gpu_test_start("cuda")) return test_summary();
     char name[64];
     for (int t = 0; t < NIB_TYPE_COUNT; t++) {
         if (!nib_cuda_has_get_rows((nib_type)t)) continue;

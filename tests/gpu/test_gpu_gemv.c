@@ -45,9 +45,8 @@
 
 #define U32 (1.0 / 16777216.0) /* fp32 unit roundoff */
 
-static char probe_reason[256];
 
-#include "random_blocks.h"
+#include "gpu_test.h"
 
 /* ---- one format, one shape --------------------------------------------------------- */
 
@@ -177,16 +176,7 @@ static void test_errors(void) {
 }
 
 int main(void) {
-    if (!nib_cuda_probe(probe_reason, sizeof probe_reason)) {
-        printf("SKIP cuda: %s\n", probe_reason);
-        test_skipped++;
-        return test_summary();
-    }
-    nib_cuda_device_info info;
-    char why[256];
-    if (nib_cuda_device_get(0, &info, why, sizeof why))
-        printf("device 0: %s, compute capability %d.%d, %d SMs\n", info.name, info.cc_major, info.cc_minor,
-               info.sm_count);
+    if (!gpu_test_start("cuda")) return test_summary();
     char name[64];
     printf("formats without a CUDA kernel:");
     for (int t = 0; t < NIB_TYPE_COUNT; t++)

@@ -30,8 +30,8 @@
 #include "nib.h"
 #include "ops/ops.h"
 #include "test.h"
+#include "gpu_test.h"
 
-static char probe_reason[256];
 
 static void *dalloc(size_t bytes) {
     nib_error err;
@@ -48,26 +48,6 @@ static void down(void *h, const void *d, size_t n) {
     if (nib_cuda_sync(&err) || nib_cuda_copy_to_host(h, d, n, &err)) fprintf(stderr, "  copy back: %s\n", err.msg);
 }
 
-/* random valid rows: random bytes with the fp16 scale(s) set to finite values */
-static void random_weights(nib_type t, uint8_t *p, int64_t n_in, int64_t n_out) {
-    size_t rb = 0;
-    nib_row_bytes(t, n_in, &rb);
-    if (t == NIB_TYPE_F16) {
-        uint16_t *h = (uint16_t *)p;
-        for (int64_t i = 0; i < n_in * n_out; i++) h[i] = nib_f32_to_fp16((float)rng_normal());
-        return;
-    }
-    rng_bytes(p, rb * (size_t)n_out);
-    const size_t bb = nib_type_block_bytes(t);
-    const int off = t == NIB_TYPE_Q6_K ? 208 : 0;
-    const int n_half = t == NIB_TYPE_Q4_K ? 2 : 1;
-    for (size_t b = 0; b < rb * (size_t)n_out / bb; b++)
-        for (int k = 0; k < n_half; k++) {
-            uint16_t h = nib_f32_to_fp16((float)((rng_u64() & 1 ? -1 : 1) * (0.004 + 0.01 * rng_uniform())));
-            memcpy(p + b * bb + off + 2 * k, &h, 2);
-        }
-}
-
 static const nib_type mm_types[] = {NIB_TYPE_Q4_0, NIB_TYPE_Q8_0, NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, NIB_TYPE_F16};
 
 static void test_matmul_tokens(void) {
@@ -79,7 +59,7 @@ static void test_matmul_tokens(void) {
         size_t rb = 0;
         nib_row_bytes(t, n_in, &rb);
         uint8_t *W = malloc(rb * (size_t)n_out);
-        random_weights(t, W, n_in, n_out);
+        random_rows(t, W, n_in, n_out);
         nib_cuda_weight *w = NULL;
         CHECK(nib_cuda_weight_upload(t, W, n_in, n_out, &w, &err) == NIB_OK, "upload %s: %s", nib_type_name(t), err.msg);
         free(W);
@@ -121,7 +101,7 @@ static void test_matmul_tokens(void) {
         /* GLU: gate = w, up = a second matrix of the same format */
         {
             uint8_t *W2 = malloc(rb * (size_t)n_out);
-            random_weights(t, W2, n_in, n_out);
+            random_rows(t, W2, n_in, n_out);
             nib_cuda_weight *w2 = NULL;
             nib_cuda_weight_upload(t, W2, n_in, n_out, &w2, &err);
             free(W2);
@@ -346,7 +326,7 @@ static void test_argmax(void) {
         size_t rb = 0;
         nib_row_bytes(t, n_in, &rb);
         uint8_t *W = malloc(rb * (size_t)n_out);
-        random_weights(t, W, n_in, n_out);
+        random_rows(t, W, n_in, n_out);
         memcpy(W + 4000 * rb, W + 17 * rb, rb); /* rows 17 and 4000 equal: a tie to break */
         nib_cuda_weight *w = NULL;
         CHECK(nib_cuda_weight_upload(t, W, n_in, n_out, &w, &err) == NIB_OK, "upload: %s", err.msg);
@@ -374,11 +354,7 @@ static void test_argmax(void) {
 }
 
 int main(void) {
-    if (!nib_cuda_probe(probe_reason, sizeof probe_reason)) {
-        printf("SKIP cuda: %s\n", probe_reason);
-        test_skipped++;
-        return test_summary();
-    }
+    if (!gpu_test_start("cuda")) return test_summary();
     rng_seed(4242);
     RUN(test_matmul_tokens);
     RUN(test_add_norm);

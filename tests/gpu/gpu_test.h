@@ -1,17 +1,38 @@
-/* Random valid weight rows of any format, for the GPU tests: random bytes,
+/* What the GPU tests share: the opening probe, and random valid weight rows
+ * of any format.
+ *
+ * Random rows: random bytes,
  * then every fp16 scale field replaced by a finite random value of either sign
  * (never zero), so the numbers are those of a real file without running a
  * quantizer. Float formats get normal values. Include after test.h (it uses
  * the test's random numbers). */
-#ifndef NIB_TESTS_GPU_RANDOM_BLOCKS_H
-#define NIB_TESTS_GPU_RANDOM_BLOCKS_H
+#ifndef NIB_TESTS_GPU_TEST_H
+#define NIB_TESTS_GPU_TEST_H
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/fp16.h"
+#include "cuda/cuda.h"
 #include "nib.h"
+
+/* The opening of every GPU test: without a usable GPU, prints the skip with
+ * the reason, counts it and returns false (main then returns
+ * test_summary()); with one, prints the device and returns true. */
+static inline bool gpu_test_start(const char *what) {
+    char why[256];
+    if (!nib_cuda_probe(why, sizeof why)) {
+        printf("SKIP %s: %s\n", what, why);
+        test_skipped++;
+        return false;
+    }
+    nib_cuda_device_info info;
+    if (nib_cuda_device_get(0, &info, why, sizeof why))
+        printf("device 0: %s, compute capability %d.%d, %d SMs\n", info.name, info.cc_major, info.cc_minor,
+               info.sm_count);
+    return true;
+}
 
 /* Every n-th scale is an fp16 subnormal (0: never), which decoders must read
  * exactly too; tests whose error bounds assume normal scales leave it 0. */
@@ -35,13 +56,13 @@ static const scale_fields fields[] = {
 
 /* A finite fp16 of random sign, magnitude in [2^-8, 2^-2): never zero (or,
  * see random_blocks_subnormal_every, a subnormal). */
-static uint16_t rand_scale(void) {
+static inline uint16_t rand_scale(void) {
     if (random_blocks_subnormal_every > 0 && rng_u64() % (uint64_t)random_blocks_subnormal_every == 0) return (uint16_t)((1 + rng_u64() % 1023) | ((rng_u64() & 1) << 15));
     double mag = ldexp(1.0 + rng_uniform(), -8 + (int)(rng_u64() % 6));
     return nib_f32_to_fp16((float)((rng_u64() & 1) ? -mag : mag));
 }
 
-static void random_rows(nib_type t, void *dst, int64_t n_in, int64_t n_out) {
+static inline void random_rows(nib_type t, void *dst, int64_t n_in, int64_t n_out) {
     size_t rb = 0;
     nib_row_bytes(t, n_in, &rb);
     uint8_t *p = dst;
