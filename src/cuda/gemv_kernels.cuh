@@ -532,6 +532,16 @@ __device__ __forceinline__ void block_offer_best(unsigned long long *best, unsig
     }
 }
 
+/* Weights do not depend on the kernel before this one, so a GEMV asks L2
+ * for its first rows before pdl_wait(): under programmatic dependent launch
+ * its blocks start while the previous kernel drains, and the weight fetch
+ * overlaps that tail instead of following it. The warp's lanes split the
+ * rows' 128-byte lines. */
+__device__ __forceinline__ void prefetch_rows_l2(const uint8_t *row, size_t bytes, int lane) {
+    for (size_t off = (size_t)lane * 128; off < bytes; off += 32 * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(row + off));
+}
+
 /* Where a kernel's activations are: NT token rows of int8 quants and (d, s)
  * pairs; a chunk shorter than NT repeats its last row (not stored). */
 struct act_q8 {
@@ -600,8 +610,12 @@ __global__ void __launch_bounds__(WARPS * 32)
 gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int y_stride, int n_in,
         int n_out, int add, unsigned long long *best) {
     pdl_launch_dependents();
-    pdl_wait();
     const int lane = threadIdx.x & 31, t0 = blockIdx.y * NT;
+    {
+        const int first = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R;
+        if (first < n_out) prefetch_rows_l2(W + (size_t)first * row_bytes, (size_t)min(R, n_out - first) * row_bytes, lane);
+    }
+    pdl_wait();
     unsigned long long mine = 0;
     for (int row0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R; row0 < n_out; row0 += gridDim.x * WARPS * R) {
         const uint8_t *wr[R];
@@ -633,8 +647,16 @@ __global__ void __launch_bounds__(WARPS * 32)
 gemv_q8_glu(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t row_bytes, act_q8 a,
             float *__restrict__ h, int h_stride, int n_in, int n_out, int act) {
     pdl_launch_dependents();
-    pdl_wait();
     const int lane = threadIdx.x & 31, t0 = blockIdx.y * NT;
+    {
+        const int first = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R;
+        if (first < n_out) {
+            const size_t bytes = (size_t)min(R, n_out - first) * row_bytes;
+            prefetch_rows_l2(Wg + (size_t)first * row_bytes, bytes, lane);
+            prefetch_rows_l2(Wu + (size_t)first * row_bytes, bytes, lane);
+        }
+    }
+    pdl_wait();
     for (int row0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R; row0 < n_out; row0 += gridDim.x * WARPS * R) {
         const uint8_t *wr[2 * R];
 #pragma unroll
