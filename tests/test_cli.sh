@@ -90,5 +90,28 @@ out=$("$nib" synth --list)
 echo "$out" | grep -qE '^  llama3-8b +.* 4912898048 \(4\.91\)' && ok "synth --list: llama3-8b Q4_K_M is 4.91 GB of tensors" \
     || bad "synth --list: $(echo "$out" | grep llama3-8b)"
 
+# ---- the GPU options on any machine ---------------------------------------------------------
+# bench builds a synth model in memory and measures it on the CPU with --device cpu; without a
+# usable GPU, --device cuda and nib verify fail naming why, and the default (auto) runs on the CPU.
+f="$tmp/synth-Q4_0.gguf"
+if "$nib" bench synth:tiny-llama:Q4_0 -p 16 -n 8 -r 2 -t 1 --device cpu >"$tmp/out" 2>"$tmp/err"; then
+    grep -qE '^\| synth:tiny-llama:Q4_0 \| cpu .* \| tg8 \| [0-9.]+' "$tmp/out" && grep -q "roofline" "$tmp/out" \
+        && ok "bench synth:tiny-llama:Q4_0 on the CPU: speeds and roofline" || bad "bench synth output: $(cat "$tmp/out")"
+else bad "bench synth:tiny-llama:Q4_0 failed: $(tail -2 "$tmp/err")"; fi
+if "$nib" bench synth:nope:Q4_0 -p 1 -n 1 -r 1 2>"$tmp/err"; then bad "bench synth with a bad shape exits 0"
+else grep -q "synth:SHAPE:TYPE" "$tmp/err" && ok "bench synth: bad spec names the form" || bad "bench bad synth: $(cat "$tmp/err")"; fi
+if "$nib" info | grep -q "^cuda: unavailable"; then
+    if "$nib" run "$f" -p hello -n 2 --device cuda >/dev/null 2>"$tmp/err"; then bad "run --device cuda without a GPU exits 0"
+    else grep -q "no usable CUDA device" "$tmp/err" && ok "run --device cuda without a GPU: clear error" \
+        || bad "run --device cuda message: $(cat "$tmp/err")"; fi
+    if "$nib" verify "$f" -n 2 >/dev/null 2>"$tmp/err"; then bad "verify without a GPU exits 0"
+    else grep -q "GPU context: no usable CUDA device" "$tmp/err" && ok "verify without a GPU: clear error" \
+        || bad "verify message: $(cat "$tmp/err")"; fi
+    "$nib" run "$f" -p hello -n 2 >/dev/null 2>"$tmp/err" && ! grep -q "running on the GPU" "$tmp/err" \
+        && ok "run (auto device) without a GPU runs on the CPU" || bad "run auto device: $(cat "$tmp/err")"
+else
+    echo "skip  GPU-absent checks: this machine has a usable GPU"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
