@@ -151,8 +151,10 @@ int cmd_verify(int argc, char **argv) {
                step == 0 ? "(after the prompt) " : "", note);
         if (step == o.n_predict || nib_tokenizer_is_eog(s.tok, tc)) {
             if (step < o.n_predict) printf("(end of generation token)\n");
-            printf("greedy picks identical at %d of %d steps; near-ties %d; real divergences %d; first divergence %s%d\n",
-                   same, step + 1, ties, real, first < 0 ? "none" : "step ", first < 0 ? 0 : first);
+            char first_s[32] = "none";
+            if (first >= 0) snprintf(first_s, sizeof first_s, "step %d", first);
+            printf("greedy picks identical at %d of %d steps; near-ties %d; real divergences %d; first divergence %s\n",
+                   same, step + 1, ties, real, first_s);
             printf("max |logit diff| %.5f, mean over steps %.5f; KL(cpu || gpu) mean %.2e, max %.2e nats\n", worst,
                    sum / (step + 1), kl_sum / (step + 1), kl_max);
             break;
