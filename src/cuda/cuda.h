@@ -1,5 +1,9 @@
 /* The CUDA backend: device probing, weights on the GPU, and the quantized
- * matrix-vector product (GEMV) of every format it has a kernel for.
+ * matrix-vector product (GEMV) of every format it has a kernel for, over one
+ * token or a batch of token rows. The rest of the forward step's kernels are
+ * in cuda_ops.h (norm, RoPE/KV store, logits, streams and graphs),
+ * cuda_attention.h and cuda_dequant.h (embedding rows); model/context_cuda.c
+ * strings them into a decode step.
  *
  * Plain C: the library's C code and the CLI include this; the .cu files
  * implement it. A build without nvcc compiles cuda_stub.c instead, whose every
