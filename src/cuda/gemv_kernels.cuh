@@ -564,9 +564,12 @@ struct act_q8 {
  * same weight words, which the compiler loads once (__ldg loads are pure), as
  * the R rows share the activation loads. Lanes add their items in index
  * order whatever U, R and NT are, so every variant gives the same bits. */
-template <class F, int R, int U, int NT>
+template <class F, int R, int U, int NT, int LANES = 32>
 __device__ __forceinline__ void dot_rows(const uint8_t *const (&wr)[R], const act_q8 &a, int t0, int n_in, int lane,
                                          float (&acc)[NT][R]) {
+    /* LANES > 32: several warps share the rows (lane counts 0..LANES-1
+     * across them, each warp's sum is its part of the dot; the kernel lab's
+     * split-K variants) */
     constexpr int IPB = F::QK / F::CH; /* items per block */
     const int n_items = n_in / F::CH;
     const int8_t *xq[NT];
@@ -579,10 +582,10 @@ __device__ __forceinline__ void dot_rows(const uint8_t *const (&wr)[R], const ac
 #pragma unroll
         for (int r = 0; r < R; r++) acc[t][r] = 0.0f;
     }
-    for (int base = lane; base < n_items; base += 32 * U) {
+    for (int base = lane; base < n_items; base += LANES * U) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            const int i = base + 32 * u;
+            const int i = base + LANES * u;
             const bool ok = i < n_items;
             const int ii = ok ? i : n_items - 1;
             const int ib = ii / IPB, sub = ii % IPB;
