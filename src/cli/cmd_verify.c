@@ -44,13 +44,6 @@ static void usage(FILE *f) {
     cli_print_flags(f, CLI_F_PROMPT | CLI_F_SAMPLING | CLI_F_CONTEXT);
 }
 
-static int32_t argmax_of(const float *x, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
 static double max_abs_diff(const float *a, const float *b, int32_t n, double *max_abs) {
     double d = 0.0, m = 0.0;
     for (int32_t i = 0; i < n; i++) {
@@ -133,7 +126,7 @@ int cmd_verify(int argc, char **argv) {
         double mabs = 0.0, d = max_abs_diff(lc, lg, V, &mabs), kl = kl_div(lc, lg, V);
         kl_sum += kl;
         if (!(kl <= kl_max)) kl_max = kl;
-        int32_t tc = argmax_of(lc, V), tg = nib_ctx_argmax(gpu), tg_host = argmax_of(lg, V);
+        int32_t tc = nib_argmax(lc, V), tg = nib_ctx_argmax(gpu), tg_host = nib_argmax(lg, V);
         if (!(d <= worst)) worst = d;
         sum += d;
         char note[160] = "";

@@ -30,6 +30,15 @@ static inline bool cuda_ok(cudaError_t e, const char *expr, const char *what, ni
 }
 #define CUDA_OK(call, what, err) cuda_ok((call), #call, (what), (err))
 
+/* After a launch: the launch call's own error, else the last error (a bad
+ * configuration shows there), as a returned status naming `what`. */
+static inline nib_status cuda_launch_status(cudaError_t e, const char *what, nib_error *err) {
+    if (e == cudaSuccess) e = cudaGetLastError();
+    if (e == cudaSuccess) return NIB_OK;
+    cuda_ok(e, "kernel launch", what, err);
+    return err ? err->status : NIB_ERR_IO;
+}
+
 /* A weight matrix on the device: one allocation made at upload. */
 struct nib_cuda_weight {
     nib_type type;

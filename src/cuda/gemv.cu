@@ -263,12 +263,11 @@ bool cuda_gemv_image_ok(char *reason, size_t n) {
 static nib_status launch_failed(cudaError_t e, const char *kernel, const nib_cuda_weight *w, int n_tok,
                                 nib_error *err) {
     if (e == cudaSuccess) e = cudaGetLastError();
-    if (e == cudaSuccess) return NIB_OK;
+    if (e == cudaSuccess) return NIB_OK; /* the message is built only for a failure */
     char what[192];
     snprintf(what, sizeof what, "launch of %s (%s, n_in %lld, n_out %lld, %d tokens)", kernel,
              nib_type_name(w->type), (long long)w->n_in, (long long)w->n_out, n_tok);
-    cuda_ok(e, "cudaGetLastError()", what, err);
-    return err ? err->status : NIB_ERR_IO;
+    return cuda_launch_status(e, what, err);
 }
 
 extern "C" nib_status nib_cuda_act_quantize(const float *x, int64_t n, int n_tok, void *act, void *stream,
@@ -281,13 +280,10 @@ extern "C" nib_status nib_cuda_act_quantize(const float *x, int64_t n, int n_tok
     cudaError_t e = pdl_launch(quantize_act_q8, dim3((unsigned)CEIL_DIV(total, 256)), dim3(256), 0,
                                (cudaStream_t)stream, x, (int8_t *)a.xq, (float2 *)a.xds, (int)n, n_tok, a.qs_stride);
     if (e == cudaSuccess) e = cudaGetLastError();
-    if (e != cudaSuccess) {
-        char what[96];
-        snprintf(what, sizeof what, "launch of quantize_act_q8 (n %lld, %d tokens)", (long long)n, n_tok);
-        cuda_ok(e, "cudaGetLastError()", what, err);
-        return err ? err->status : NIB_ERR_IO;
-    }
-    return NIB_OK;
+    if (e == cudaSuccess) return NIB_OK;
+    char what[96];
+    snprintf(what, sizeof what, "launch of quantize_act_q8 (n %lld, %d tokens)", (long long)n, n_tok);
+    return cuda_launch_status(e, what, err);
 }
 
 static nib_status check_mm(const gemv_row *r, const nib_cuda_weight *w, const float *x, const void *act, int n_tok,

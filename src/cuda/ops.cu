@@ -18,13 +18,6 @@
 
 #define NORM_THREADS 256
 
-static nib_status launch_check(const char *what, nib_error *err) {
-    cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) return NIB_OK;
-    cuda_ok(e, "cudaGetLastError()", what, err);
-    return err ? err->status : NIB_ERR_IO;
-}
-
 /* Sum of a double over the block (blockDim.x a multiple of 32, <= 1024). */
 __device__ double block_sum_d(double v) {
     __shared__ double part[32];
@@ -135,11 +128,7 @@ extern "C" nib_status nib_cuda_add_norm(const nib_cuda_norm_args *a, void *strea
     }
     char what[96];
     snprintf(what, sizeof what, "launch of add_norm (n %d, %d tokens)", a->n, a->n_tok);
-    if (e != cudaSuccess) {
-        cuda_ok(e, "cudaLaunchKernelEx", what, err);
-        return err ? err->status : NIB_ERR_IO;
-    }
-    return launch_check(what, err);
+    return cuda_launch_status(e, what, err);
 }
 
 /* ---- Q/K/V epilogue ------------------------------------------------------------------
@@ -218,11 +207,7 @@ extern "C" nib_status nib_cuda_qkv_rope(const nib_cuda_qkv_args *a, void *stream
     cudaError_t e = pdl_launch(qkv_rope_kernel, grid, dim3(QKV_THREADS), 0, (cudaStream_t)stream, *a);
     char what[96];
     snprintf(what, sizeof what, "launch of qkv_rope (%d+2x%d heads, %d tokens)", a->n_head, a->n_head_kv, a->n_tok);
-    if (e != cudaSuccess) {
-        cuda_ok(e, "cudaLaunchKernelEx", what, err);
-        return err ? err->status : NIB_ERR_IO;
-    }
-    return launch_check(what, err);
+    return cuda_launch_status(e, what, err);
 }
 
 /* ---- logits ------------------------------------------------------------------------- */
@@ -237,11 +222,7 @@ extern "C" nib_status nib_cuda_softcap(float *x, int64_t n, float c, void *strea
     if (!x || n < 1 || !(c > 0.0f)) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_softcap: bad arguments");
     cudaError_t e = pdl_launch(softcap_kernel, dim3((unsigned)CEIL_DIV(n, 256)), dim3(256), 0, (cudaStream_t)stream, x,
                                n, c);
-    if (e != cudaSuccess) {
-        cuda_ok(e, "cudaLaunchKernelEx", "launch of softcap", err);
-        return err ? err->status : NIB_ERR_IO;
-    }
-    return launch_check("launch of softcap", err);
+    return cuda_launch_status(e, "launch of softcap", err);
 }
 
 /* One block: each thread scans a strided slice, then a tree picks the
@@ -284,9 +265,5 @@ __global__ void __launch_bounds__(ARGMAX_THREADS) argmax_kernel(const float *x, 
 extern "C" nib_status nib_cuda_argmax(const float *x, int64_t n, uint64_t *out, void *stream, nib_error *err) {
     if (!x || !out || n < 1 || n > 0xFFFFFFFFll) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_argmax: bad arguments");
     cudaError_t e = pdl_launch(argmax_kernel, dim3(1), dim3(ARGMAX_THREADS), 0, (cudaStream_t)stream, x, n, out);
-    if (e != cudaSuccess) {
-        cuda_ok(e, "cudaLaunchKernelEx", "launch of argmax", err);
-        return err ? err->status : NIB_ERR_IO;
-    }
-    return launch_check("launch of argmax", err);
+    return cuda_launch_status(e, "launch of argmax", err);
 }

@@ -15,8 +15,6 @@
 
 #include <cuda_runtime.h>
 
-#ifndef NIB_PDL_DEFINED
-#define NIB_PDL_DEFINED
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -27,7 +25,6 @@ __device__ __forceinline__ void pdl_launch_dependents() {
     asm volatile("griddepcontrol.launch_dependents;");
 #endif
 }
-#endif
 
 /* kernel<<<grid, block, smem, stream>>>(args...) with the PDL attribute. */
 template <typename... KArgs, typename... Args>

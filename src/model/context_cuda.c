@@ -74,7 +74,6 @@ struct nib_gpu {
     int32_t *io_dev, *io_host;       /* (IO_TOK + n_batch) */
     int32_t last_id;                 /* the greedy pick of the last step */
     void *graphs[GPU_MAX_BUCKETS];
-    int n_graphs;
     uint64_t dev_bytes;
     bool have_out;
 };
@@ -193,15 +192,10 @@ static uint64_t matrix_bytes(const nib_weight *w) {
     return nib_row_bytes(w->type, w->ne[0], &row) ? (uint64_t)row * (uint64_t)w->ne[1] : 0;
 }
 
+/* The loader's count (every layer matrix and the head) plus the embedding
+ * table when it is not the head: all of it goes to the device. */
 static uint64_t weight_bytes(const nib_model *m) {
-    uint64_t b = matrix_bytes(&m->tok_embd);
-    if (m->output.data != m->tok_embd.data) b += matrix_bytes(&m->output);
-    for (int il = 0; il < m->hp.n_layer; il++) {
-        const nib_layer *l = &m->layers[il];
-        const nib_weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down};
-        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) b += matrix_bytes(ws[i]);
-    }
-    return b;
+    return m->weight_bytes + (m->output.data != m->tok_embd.data ? matrix_bytes(&m->tok_embd) : 0);
 }
 
 nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_error *err) {
@@ -330,7 +324,6 @@ void nib_gpu_free(nib_gpu *g) {
 }
 
 uint64_t nib_gpu_device_bytes(const nib_gpu *g) { return g->dev_bytes; }
-int nib_gpu_graphs(const nib_gpu *g) { return g->n_graphs; }
 int32_t nib_gpu_argmax(const nib_gpu *g) { return g->last_id; }
 
 /* ---- the step ----------------------------------------------------------------------- */
@@ -485,7 +478,6 @@ static nib_status decode_one(nib_gpu *g, nib_error *err) {
             return e;
         }
         g->graphs[b] = graph;
-        g->n_graphs++;
     }
     return nib_cuda_graph_launch(g->graphs[b], g->stream, err);
 }
