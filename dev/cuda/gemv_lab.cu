@@ -413,10 +413,11 @@ int main(int argc, char **argv) {
 
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         const variant *var = &variants[v];
-        /* no filter: every variant but the tuning sweep; else names containing an argument */
+        /* no filter: every variant but the tuning sweeps */
         bool wanted = argc <= 2 && !strstr(var->name, "/w") && !strstr(var->name, "/u") && !strstr(var->name, "/r") &&
                       !strstr(var->name, "/ks");
-        for (int a = 2; a < argc; a++) wanted |= strstr(var->name, argv[a]) != NULL;
+        for (int a = 2; a < argc; a++) /* "=NAME": that variant alone; else names containing it */
+            wanted |= argv[a][0] == '=' ? !strcmp(var->name, argv[a] + 1) : strstr(var->name, argv[a]) != NULL;
         if (!wanted) continue;
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             const lab_shape *sh = &shapes[s];

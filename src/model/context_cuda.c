@@ -339,7 +339,6 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
     const nib_layer *l = &g->m->layers[il];
     const gpu_layer *L = &g->layers[il];
     const int64_t KR = (int64_t)hp->n_head_kv * hp->head_dim_k, VR = (int64_t)hp->n_head_kv * hp->head_dim_v;
-    const int64_t AD = (int64_t)hp->n_head * hp->head_dim_v;
     void *st = g->stream;
     const int64_t QD = (int64_t)hp->n_head * hp->head_dim_k;
     const float *qs = g->q, *ks = g->k, *vs = g->v;
@@ -372,9 +371,9 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
         .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .hd_k = hp->head_dim_k, .hd_v = hp->head_dim_v,
         .n_ctx = g->n_ctx, .window = l->window, .scale = hp->attn_scale, .softcap = 0.0f, .sinks = NULL,
         .max_len = max_len, .scratch = g->attn_scratch,
+        .out_act = g->act, /* out quantized for wo by the CTA that writes it: no quantize kernel */
     };
     TRY(nib_cuda_attention(&aa, st, err));
-    TRY(nib_cuda_act_quantize(g->att, AD, n, g->act, st, err));
     /* without a post-norm the residual add rides on the projection */
     return nib_cuda_matmul(L->wo, g->att, g->act, n, L->post_attn_norm ? g->o : g->x, !L->post_attn_norm, st, err);
 }
@@ -389,6 +388,8 @@ static nib_status ffn_block(nib_gpu *g, int il, int n, nib_error *err) {
     };
     TRY(nib_cuda_add_norm(&na, st, err));
     nib_cuda_glu glu = hp->ffn_act == NIB_FFN_GELU_TANH ? NIB_CUDA_GLU_GELU_TANH : NIB_CUDA_GLU_SILU;
+    /* (quantizing h in the GLU's epilogue, 32-row tiles per block, lost 10% on
+     * Llama-3-8B: bench/gpu-decode-notes.md, v7) */
     TRY(nib_cuda_matmul_glu(L->gate, L->up, g->xn, g->act, n, glu, g->h, g->tmp, st, err));
     TRY(nib_cuda_act_quantize(g->h, hp->n_ff, n, g->act, st, err));
     return nib_cuda_matmul(L->down, g->h, g->act, n, L->post_ffn_norm ? g->o : g->x, !L->post_ffn_norm, st, err);
