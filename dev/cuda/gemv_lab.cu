@@ -178,49 +178,17 @@ static void run_floor(const lab_ctx *c) {
     empty_kernel<<<CEIL_DIV(c->n_out, GEMV_WARPS), GEMV_WARPS * 32, 0, c->st>>>(0);
 }
 
-/* v3 (names "/ksK"): split K. KS warps of a block share R rows, their 32*KS
- * lanes striding the row's items, and add their parts through shared memory.
- * For the 14336-wide down projection a lane then has 7/KS items per row, so
- * one pass holds them all in flight instead of four dependent passes; 4096-row
- * matrices get KS times the warps. The row loop is block-uniform (every warp
- * reaches the barriers). Untimed when written: run `gemv_lab FILE /ks`. */
-template <class F, int WARPS, int R, int U, int KS>
-__global__ void __launch_bounds__(WARPS * 32)
-gemv_q8_ksplit(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int n_in, int n_out) {
-    static_assert(WARPS % KS == 0, "whole groups of KS warps");
-    constexpr int GROUPS = WARPS / KS;
-    __shared__ float part[WARPS][R];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, group = warp / KS, k = warp % KS;
-    for (int base_row = blockIdx.x * GROUPS * R; base_row < n_out; base_row += gridDim.x * GROUPS * R) {
-        const int row0 = base_row + group * R;
-        const uint8_t *wr[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) wr[r] = W + (size_t)min(row0 + r, n_out - 1) * row_bytes;
-        float acc[1][R];
-        dot_rows<F, R, U, 1, 32 * KS>(wr, a, 0, n_in, k * 32 + lane, acc);
-        if (lane == 0)
-#pragma unroll
-            for (int r = 0; r < R; r++) part[warp][r] = acc[0][r];
-        __syncthreads();
-        if (k == 0 && lane < R && row0 + lane < n_out) {
-            float v = 0.0f;
-            for (int j = 0; j < KS; j++) v += part[group * KS + j][lane];
-            y[row0 + lane] = v;
-        }
-        __syncthreads();
-    }
-}
-
+/* v3 (names "/ksK"): split K, the library's gemv_q8_ks (gemv_kernels.cuh). */
 template <class F, int W, int R, int U, int KS>
 static void run_q8_ksplit(const lab_ctx *c) {
     static int most = 0;
-    if (!most) most = persistent_blocks(gemv_q8_ksplit<F, W, R, U, KS>, W * 32);
+    if (!most) most = persistent_blocks(gemv_q8_ks<F, W, R, U, KS>, W * 32);
     int grid = CEIL_DIV(c->n_out, (W / KS) * R);
     if (grid > most) grid = most;
     quantize_act_q8<<<CEIL_DIV(c->n_in, 256), 256, 0, c->st>>>(c->x, c->xq, c->xds, c->n_in, 1, c->n_in);
     act_q8 a;
     a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1;
-    gemv_q8_ksplit<F, W, R, U, KS><<<grid, W * 32, 0, c->st>>>(c->W, c->row_bytes, a, c->y, c->n_in, c->n_out);
+    gemv_q8_ks<F, W, R, U, KS><<<grid, W * 32, 0, c->st>>>(c->W, c->row_bytes, a, c->y, c->n_in, c->n_out, 0);
 }
 
 typedef struct variant {

@@ -73,10 +73,38 @@ static unsigned persistent_grid(const nib_cuda_weight *w, int rows_per_block) {
     return (unsigned)(w->grid_cap > 0 && w->grid_cap < need ? w->grid_cap : need);
 }
 
-template <class F, int R, int U>
+/* Split K (gemv_q8_ks) for one token's long rows, no fused argmax: KS = 2
+ * when a row is at least 3 times as long as there are rows (Llama-3-8B's
+ * down projection, 14336 x 4096), 4 from 5 times (Qwen2.5-0.5B's, 4864 x
+ * 896): the lab's winners; shorter rows lose. The formats that have it: KSP. */
+template <class F, int R, int U, bool KSP>
+static cudaError_t launch_q8_ks(const mm_args *a, bool *taken) {
+    *taken = false;
+    if constexpr (KSP) {
+        const nib_cuda_weight *w = a->w;
+        const int n_in = (int)w->n_in, n_out = (int)w->n_out;
+        if (a->n_tok != 1 || a->best || n_in < 3 * n_out) return cudaSuccess;
+        *taken = true;
+        constexpr int W = GEMV_WARPS, R2 = 2;
+        const bool ks4 = n_in >= 5 * n_out;
+        const unsigned grid = persistent_grid(w, (W / (ks4 ? 4 : 2)) * R2);
+        if (ks4)
+            return pdl_launch(gemv_q8_ks<F, W, R2, U, 4>, dim3(grid), dim3(W * 32), 0, a->stream, w->dev, w->row_bytes,
+                              a->a, a->y, n_in, n_out, a->add);
+        return pdl_launch(gemv_q8_ks<F, W, R2, U, 2>, dim3(grid), dim3(W * 32), 0, a->stream, w->dev, w->row_bytes,
+                          a->a, a->y, n_in, n_out, a->add);
+    }
+    (void)a;
+    return cudaSuccess;
+}
+
+template <class F, int R, int U, bool KSP = false>
 static cudaError_t launch_q8(const mm_args *a) {
     const nib_cuda_weight *w = a->w;
     const int n_in = (int)w->n_in, n_out = (int)w->n_out;
+    bool taken = false;
+    const cudaError_t ks = launch_q8_ks<F, R, U, KSP>(a, &taken);
+    if (taken) return ks;
     if (a->n_tok == 1 && n_in / F::CH >= 32 * U)
         return pdl_launch(gemv_q8<F, GEMV_WARPS, R, U, 1>,
                           dim3(a->best ? persistent_grid(w, GEMV_WARPS * R) : (unsigned)w->grid),
@@ -168,20 +196,24 @@ typedef struct gemv_row {
 #define ROW_Q8(T, NAME, F, R, U, P)                                                                               \
     {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U>, launch_q8_glu<F, R, U>, occupancy_q8<F, R, U>, \
      GEMV_WARPS * (R), P}
+/* the same with split K for long rows (launch_q8_ks) */
+#define ROW_Q8_KS(T, NAME, F, R, U, P)                                                                    \
+    {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U, true>, launch_q8_glu<F, R, U>,      \
+     occupancy_q8<F, R, U>, GEMV_WARPS * (R), P}
 
 static const gemv_row gemv_rows[] = {
     {NIB_TYPE_F16, "gemv_f16", false, launch_f16<false>, NULL, occupancy_f16<false>, GEMV_WARPS, true},
     {NIB_TYPE_BF16, "gemv_bf16", false, launch_f16<true>, NULL, occupancy_f16<true>, GEMV_WARPS, true},
-    ROW_Q8(Q4_0, "q4_0", fmt_q4_0, 1, 4, false),
-    ROW_Q8(Q4_1, "q4_1", fmt_q4_1, 1, 4, false),
-    ROW_Q8(Q5_0, "q5_0", fmt_q5_0, 1, 4, false),
-    ROW_Q8(Q5_1, "q5_1", fmt_q5_1, 1, 4, false),
-    ROW_Q8(Q8_0, "q8_0", fmt_q8_0, 1, 4, false),
+    ROW_Q8_KS(Q4_0, "q4_0", fmt_q4_0, 1, 4, false),
+    ROW_Q8_KS(Q4_1, "q4_1", fmt_q4_1, 1, 4, false),
+    ROW_Q8_KS(Q5_0, "q5_0", fmt_q5_0, 1, 4, false),
+    ROW_Q8_KS(Q5_1, "q5_1", fmt_q5_1, 1, 4, false),
+    ROW_Q8_KS(Q8_0, "q8_0", fmt_q8_0, 1, 4, false),
     ROW_Q8(Q2_K, "q2_K", fmt_q2_K, 4, 1, true),
     ROW_Q8(Q3_K, "q3_K", fmt_q3_K, 1, 1, false),
-    ROW_Q8(Q4_K, "q4_K", fmt_q4_K, 2, 2, true),
-    ROW_Q8(Q5_K, "q5_K", fmt_q5_K, 2, 2, true),
-    ROW_Q8(Q6_K, "q6_K", fmt_q6_K, 2, 2, true),
+    ROW_Q8_KS(Q4_K, "q4_K", fmt_q4_K, 2, 2, true),
+    ROW_Q8_KS(Q5_K, "q5_K", fmt_q5_K, 2, 2, true),
+    ROW_Q8_KS(Q6_K, "q6_K", fmt_q6_K, 2, 2, true),
     ROW_Q8(IQ4_NL, "iq4_nl", fmt_iq4_nl, 1, 4, false),
     ROW_Q8(IQ4_XS, "iq4_xs", fmt_iq4_xs, 1, 2, false),
     ROW_Q8(MXFP4, "mxfp4", fmt_mxfp4, 1, 4, false),

@@ -645,6 +645,52 @@ gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__rest
     if (best) block_offer_best(best, mine);
 }
 
+/* Split K for long rows: KS warps of a block share R rows, their 32 * KS
+ * lanes striding the row's items, and add their parts through shared
+ * memory (then the residual add, when asked). For a down projection (14336
+ * or 4864 wide, few rows) a lane holds KS times fewer items per row, so
+ * fewer dependent passes, and the short output gets KS times the warps.
+ * Lab (dev/cuda/gemv_lab.cu "/ks", H200): 14336x4096 Q4_K 16.2 -> 14.6 us,
+ * Q6_K 29.3 -> 25.6 (KS = 2); 4864x896 Q4_K 7.0 -> 5.7 (KS = 4); it loses on
+ * 4096-wide rows and on LM heads, so the launcher picks it for long rows
+ * only. One token; the row loop is block-uniform for the barriers. */
+template <class F, int WARPS, int R, int U, int KS>
+__global__ void __launch_bounds__(WARPS * 32)
+gemv_q8_ks(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int n_in, int n_out,
+           int add) {
+    static_assert(WARPS % KS == 0, "whole groups of KS warps");
+    constexpr int GROUPS = WARPS / KS;
+    pdl_launch_dependents();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, group = warp / KS, k = warp % KS;
+    {
+        const int first = blockIdx.x * GROUPS * R + group * R;
+        if (k == 0 && first < n_out && (size_t)n_out * row_bytes <= PREFETCH_MAX_BYTES)
+            prefetch_rows_l2(W + (size_t)first * row_bytes, (size_t)min(R, n_out - first) * row_bytes, lane);
+    }
+    pdl_wait();
+    __shared__ float part[WARPS][R];
+    for (int base_row = blockIdx.x * GROUPS * R; base_row < n_out; base_row += gridDim.x * GROUPS * R) {
+        const int row0 = base_row + group * R;
+        const uint8_t *wr[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) wr[r] = W + (size_t)min(row0 + r, n_out - 1) * row_bytes;
+        float acc[1][R];
+        dot_rows<F, R, U, 1, 32 * KS>(wr, a, 0, n_in, k * 32 + lane, acc);
+        if (lane == 0)
+#pragma unroll
+            for (int r = 0; r < R; r++) part[warp][r] = acc[0][r];
+        __syncthreads();
+        if (k == 0 && lane < R && row0 + lane < n_out) {
+            float v = 0.0f;
+#pragma unroll
+            for (int j = 0; j < KS; j++) v += part[group * KS + j][lane];
+            float *p = y + row0 + lane;
+            *p = add ? *p + v : v;
+        }
+        __syncthreads();
+    }
+}
+
 /* The gated feed-forward's first half in one pass: h[t][row] =
  * act(gate[row] . x[t]) * (up[row] . x[t]). A warp takes R rows of each
  * matrix (2R dots sharing the activation loads); both matrices have format F

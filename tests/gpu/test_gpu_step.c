@@ -144,6 +144,51 @@ static void test_matmul_tokens(void) {
     }
 }
 
+/* One token's long rows take the split-K kernel (rows >= 3x as long as
+ * there are rows: KS = 2; >= 5x: KS = 4): with add, y must be y_before +
+ * the plain product exactly (one fp32 add after the split sums). Its sums
+ * against the scalar reference: test_gpu_gemv's long shapes. */
+static void test_split_k_add(void) {
+    const struct { int64_t n_in, n_out; } shapes[] = {{1536, 512}, {2048, 96}, {4864, 33}};
+    nib_error err;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (size_t ti = 0; ti + 1 < sizeof mm_types / sizeof mm_types[0]; ti++) { /* the quantized ones */
+            const nib_type t = mm_types[ti];
+            const int64_t n_in = shapes[si].n_in, n_out = shapes[si].n_out;
+            if (n_in % nib_type_block_elems(t) != 0) continue;
+            size_t rb = 0;
+            nib_row_bytes(t, n_in, &rb);
+            uint8_t *W = malloc(rb * (size_t)n_out);
+            random_rows(t, W, n_in, n_out);
+            nib_cuda_weight *w = NULL;
+            CHECK(nib_cuda_weight_upload(t, W, n_in, n_out, &w, &err) == NIB_OK, "upload: %s", err.msg);
+            free(W);
+            float *x = malloc(sizeof(float) * (size_t)n_in), *y0 = malloc(sizeof(float) * (size_t)n_out);
+            float *p = malloc(sizeof(float) * (size_t)n_out), *ya = malloc(sizeof(float) * (size_t)n_out);
+            for (int64_t i = 0; i < n_in; i++) x[i] = (float)rng_normal();
+            for (int64_t i = 0; i < n_out; i++) y0[i] = (float)rng_normal();
+            float *dx = dalloc(sizeof(float) * (size_t)n_in), *dy = dalloc(sizeof(float) * (size_t)n_out);
+            void *act = dalloc(nib_cuda_act_bytes(n_in, 1));
+            up(dx, x, sizeof(float) * (size_t)n_in);
+            nib_status s = w ? nib_cuda_act_quantize(dx, n_in, 1, act, NULL, &err) : NIB_ERR_ARG;
+            if (s == NIB_OK) s = nib_cuda_fill_f32(dy, NAN, (size_t)n_out, &err);
+            if (s == NIB_OK) s = nib_cuda_matmul(w, dx, act, 1, dy, false, NULL, &err);
+            if (s == NIB_OK) down(p, dy, sizeof(float) * (size_t)n_out), up(dy, y0, sizeof(float) * (size_t)n_out);
+            if (s == NIB_OK) s = nib_cuda_matmul(w, dx, act, 1, dy, true, NULL, &err);
+            CHECK(s == NIB_OK, "%s %lldx%lld: %s", nib_type_name(t), (long long)n_in, (long long)n_out, err.msg);
+            if (s == NIB_OK) {
+                down(ya, dy, sizeof(float) * (size_t)n_out);
+                int64_t bad = 0;
+                for (int64_t i = 0; i < n_out; i++) bad += !(ya[i] == y0[i] + p[i]) || isnan(p[i]);
+                CHECK(bad == 0, "%s %lldx%lld: %lld of %lld outputs of y += Wx are not y + (Wx)", nib_type_name(t),
+                      (long long)n_in, (long long)n_out, (long long)bad, (long long)n_out);
+            }
+            nib_cuda_weight_free(w);
+            nib_cuda_free(dx), nib_cuda_free(dy), nib_cuda_free(act);
+            free(x), free(y0), free(p), free(ya);
+        }
+}
+
 static bool close_rel(float a, float b, float rel) { return fabsf(a - b) <= rel * fabsf(b) + 1e-30f; }
 
 static void test_add_norm(void) {
@@ -357,6 +402,7 @@ int main(void) {
     if (!gpu_test_start("cuda")) return test_summary();
     rng_seed(4242);
     RUN(test_matmul_tokens);
+    RUN(test_split_k_add);
     RUN(test_add_norm);
     RUN(test_qkv_rope);
     RUN(test_argmax);
