@@ -91,7 +91,6 @@
 
 #include <cuda_fp16.h>
 
-#include "cuda/act_q8.cuh"
 #include "cuda/cuda_attention.h"
 #include "cuda/cuda_internal.h"
 #include "cuda/pdl.cuh"
@@ -131,26 +130,7 @@ typedef struct attn_params {
     int n_split;             /* ceil(max_len / chunk) */
     int merge_kernel;        /* 1: attn_merge combines >= 2 active splits; 0: the last CTA does */
     float scale, softcap;
-    int8_t *oq;              /* NULL, or out quantized too: token t's int8 row at oq + t * oq_stride, */
-    float2 *ods;             /* its (d, s) pairs at ods + t * n_head * hd_v / 32 (act_q8.cuh) */
-    int oq_stride;
 } attn_params;
-
-/* After the CTA's last writes of out for token t, heads [h0, h0 + n_h): each
- * warp re-reads blocks of 32 (this CTA wrote them: visible after the
- * barrier) and quantizes them for the output projection. Blocks of 32 lie
- * inside a head (hd_v % 32 == 0). Every thread of the CTA calls it. */
-__device__ void attn_quantize_out(const attn_params &a, int t, int h0, int n_h) {
-    if (!a.oq) return;
-    __syncthreads();
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const size_t row = (size_t)t * a.n_head * a.hd_v, e0 = (size_t)h0 * a.hd_v;
-    for (int b = warp; b < n_h * a.hd_v / 32; b += blockDim.x >> 5) {
-        const size_t e = e0 + (size_t)b * 32;
-        const float v = a.out[row + e + lane];
-        quantize_warp32(v, a.oq + (size_t)t * a.oq_stride + e + lane, a.ods + (row + e) / 32);
-    }
-}
 
 /* Rows a team walks per step: <= 32 registers of in-flight K/V vectors (4 per
  * 16-byte vector), and <= 16 scores (R * GB) per lane. */
@@ -337,11 +317,9 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
 
     const int p = pos0 + t;
     if (p < 0 || p >= a.max_len) {  /* the host bound is broken: NaN out (see cuda_attention.h) */
-        if (!a.merge_kernel && split == 0) {  /* one CTA per head slice writes it; else attn_merge does */
+        if (!a.merge_kernel && split == 0)  /* one CTA per head slice writes it; else attn_merge does */
             for (int i = threadIdx.x; i < n_h * a.hd_v; i += ATTN_THREADS)
                 a.out[((size_t)t * a.n_head + h0) * a.hd_v + i] = NAN;
-            attn_quantize_out(a, t, h0, n_h);  /* NaN scales: the projection's outputs are NaN too */
-        }
         return;
     }
     const int j0 = a.window > 0 ? max(0, p - a.window + 1) : 0;
@@ -442,7 +420,6 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
             if (d == 0) a.part_ml[th] = make_float2(M, L);
         }
     }
-    if (alone) attn_quantize_out(a, t, h0, n_h);
     if (alone || a.merge_kernel) return;
 
     /* ---- the merge, by the last of the n_active CTAs of (token, head slice) to
@@ -498,7 +475,6 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
         }
         ((float4 *)(a.out + ((size_t)t * a.n_head + h0 + g) * a.hd_v))[c] = A;
     }
-    attn_quantize_out(a, t, h0, n_h);
 }
 
 /* ---- kernel 2 (long contexts): merge the splits of one (token, head) -------------- */
@@ -534,7 +510,6 @@ __global__ void __launch_bounds__(ATTN_MERGE_THREADS) attn_merge(const attn_para
     float *dst = a.out + ((size_t)t * a.n_head + h) * a.hd_v;
     if (p < 0 || p >= a.max_len) {  /* the host bound is broken: NaN out (see cuda_attention.h) */
         for (int d = tid; d < a.hd_v; d += ATTN_MERGE_THREADS) dst[d] = NAN;
-        attn_quantize_out(a, t, h, 1);
         return;
     }
     const int j0 = a.window > 0 ? max(0, p - a.window + 1) : 0;
@@ -578,7 +553,6 @@ __global__ void __launch_bounds__(ATTN_MERGE_THREADS) attn_merge(const attn_para
         const float inv = 1.0f / L;
         ((float4 *)dst)[col] = make_float4(A.x * inv, A.y * inv, A.z * inv, A.w * inv);
     }
-    attn_quantize_out(a, t, h, 1);
 }
 
 /* ---- the kernel table --------------------------------------------------------------
@@ -730,13 +704,6 @@ extern "C" nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, n
     while (1 << p.chunk_log2 < p.chunk) p.chunk_log2++;
     p.n_split = CEIL_DIV(a->max_len, p.chunk);
     p.scale = a->scale, p.softcap = a->softcap;
-    if (a->out_act) {
-        ATTN_ARG(misaligned(a->out_act), "out_act must be 16-byte aligned");
-        const size_t n = (size_t)a->n_head * (size_t)a->hd_v;
-        p.oq_stride = (int)cuda_act_qs_stride((int64_t)n);
-        p.oq = (int8_t *)a->out_act;
-        p.ods = (float2 *)((uint8_t *)a->out_act + (size_t)p.oq_stride * (size_t)a->n_tok);
-    }
     ATTN_ARG((int64_t)a->n_head_kv * p.n_slices > 65535, "n_head_kv %d x %d head slices exceeds the grid's 65535",
              a->n_head_kv, p.n_slices);
     if (p.n_split > 1) {

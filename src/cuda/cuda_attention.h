@@ -59,9 +59,6 @@ typedef struct nib_cuda_attn {
                                split-K grid, so one captured graph serves every length <= max_len */
     void *scratch;          /* nib_cuda_attention_scratch_bytes(...) bytes of device memory, zeroed once at
                                allocation (see below); NULL allowed when max_len <= 32 */
-    void *out_act;          /* NULL, or activation scratch (nib_cuda_act_bytes(n_head * hd_v, n_tok), 16-byte
-                               aligned) that gets out quantized as nib_cuda_act_quantize writes it, for the
-                               output projection: the CTA that writes a head's out quantizes it too */
 } nib_cuda_attn;
 
 /* Device scratch for the split-K partials: 4 KB of merge counters (uint32),

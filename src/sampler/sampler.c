@@ -130,7 +130,20 @@ static int32_t keep_top_k(cand *c, int32_t n, int32_t k) {
 
 bool nib_sampler_is_greedy(const nib_sampler *s) { return s->p.temp <= 0.0f && s->p.repeat_penalty == 1.0f; }
 
+bool nib_sampler_device_ok(const nib_sampler *s, nib_sampler_params *out) {
+    const nib_sampler_params *p = &s->p;
+    if (out) *out = *p;
+    return p->temp > 0.0f && p->repeat_penalty == 1.0f && p->top_k >= 1 && p->top_k <= NIB_SAMPLE_MAX_K;
+}
+
+double nib_sampler_next_uniform(nib_sampler *s) { return rng_uniform(&s->rng); }
+
 int32_t nib_sampler_sample(nib_sampler *s, const float *logits) {
+    /* greedy draws nothing, so its RNG stream stays where it was */
+    return nib_sampler_sample_u(s, logits, s->p.temp <= 0.0f ? 0.0 : nib_sampler_next_uniform(s));
+}
+
+int32_t nib_sampler_sample_u(nib_sampler *s, const float *logits, double u) {
     const nib_sampler_params *p = &s->p;
     int32_t n = s->n_vocab;
     for (int32_t i = 0; i < n; i++) s->c[i] = (cand){logits[i], i};
@@ -171,7 +184,7 @@ int32_t nib_sampler_sample(nib_sampler *s, const float *logits) {
     }
     sum = 0.0;
     for (int32_t i = 0; i < m; i++) sum += (s->probs[i] = expf((s->c[i].logit - s->c[0].logit) / p->temp));
-    double r = rng_uniform(&s->rng) * sum, acc = 0.0;
+    double r = u * sum, acc = 0.0;
     for (int32_t i = 0; i < m; i++) {
         acc += s->probs[i];
         if (r < acc) return s->c[i].id;
