@@ -156,3 +156,18 @@ nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, nib_error *e
     (void)a, (void)stream;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }
+
+/* cuda_sample.h (sample.cu) */
+#include "cuda/cuda_sample.h"
+
+size_t nib_cuda_sample_scratch_bytes(int n_vocab, int top_k_max) {
+    (void)n_vocab, (void)top_k_max;
+    return 0;
+}
+nib_status nib_cuda_sample(const float *logits, int n_vocab, const nib_cuda_sample_params *params_dev,
+                           const double *u_dev, void *scratch, int top_k_max, int32_t *out_id, void *stream,
+                           nib_error *err) {
+    (void)logits, (void)n_vocab, (void)params_dev, (void)u_dev, (void)scratch, (void)top_k_max, (void)out_id,
+        (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
