@@ -7,7 +7,13 @@
  * picks and the largest |logit difference|. A divergence counts as a
  * near-tie when the CPU's own margin between the two picks is within that
  * step's largest logit difference (numeric noise can flip it); any other
- * divergence fails the run (exit 1). */
+ * divergence fails the run (exit 1).
+ *
+ * Then SAMPLE_STEPS steps sampled on the device (the given sampling options
+ * when the device chain takes them, else llama.cpp's defaults): each pick
+ * must equal the host sampler's on the GPU's own logits with the same
+ * uniform (the chain's exp and sums differ only in the last bits, so a
+ * disagreement is a wiring bug or a knife-edge draw; one is allowed). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,11 +42,52 @@ static const char default_prompt[] =
     "authority, accuracy and access that the first printers faced. Summarise the main effects of the printing "
     "press in three sentences:";
 
+#define SAMPLE_STEPS 24
+
+/* Device sampling against the host sampler on the same logits and uniform;
+ * returns the disagreements (-1 on an error). Feeds the GPU its own picks. */
+static int check_device_sampling(nib_ctx *gpu, const nib_sampler_params *given, int32_t n_vocab, float *lg) {
+    nib_sampler_params p = nib_sampler_default_params();
+    if (given->temp > 0.0f) p = *given;
+    p.repeat_penalty = 1.0f;
+    p.seed = given->seed;
+    nib_error err;
+    nib_sampler *smp = nib_sampler_new(&p, n_vocab, &err);
+    if (!smp || !nib_sampler_device_ok(smp, NULL)) {
+        printf("device sampling: not checked (%s)\n", smp ? "the chain does not run on the device" : err.msg);
+        nib_sampler_free(smp);
+        return smp ? 0 : -1;
+    }
+    int bad = 0, steps = 0;
+    int32_t tok = nib_ctx_argmax(gpu);
+    for (; steps < SAMPLE_STEPS && nib_ctx_pos(gpu) < nib_ctx_n_ctx(gpu); steps++) {
+        const double u = nib_sampler_next_uniform(smp);
+        if (!nib_ctx_sample_next(gpu, p.temp, p.top_k, p.top_p, p.min_p, u) ||
+            nib_ctx_decode(gpu, &tok, 1, NULL, &err) != NIB_OK) {
+            printf("device sampling: step %d: %s\n", steps, err.msg);
+            nib_sampler_free(smp);
+            return -1;
+        }
+        memcpy(lg, nib_ctx_logits(gpu), (size_t)n_vocab * 4);
+        const int32_t dev = nib_ctx_sampled(gpu), host = nib_sampler_sample_u(smp, lg, u);
+        if (dev != host) printf("device sampling: step %d: device picked %d, the host sampler %d (u %.17g)\n", steps,
+                                dev, host, u), bad++;
+        tok = dev;
+    }
+    printf("device sampling (temp %g, top-k %d, top-p %g, min-p %g): %d of %d picks equal the host sampler's on "
+           "the GPU's logits\n", (double)p.temp, p.top_k, (double)p.top_p, (double)p.min_p, steps - bad, steps);
+    nib_sampler_free(smp);
+    return bad;
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: nib verify MODEL.gguf [-p PROMPT | -f FILE] [-n STEPS] [options]\n\n"
                "Greedy decoding on the CPU and on the GPU side by side: the first divergence, the logit gap\n"
                "there, and the largest logit difference per step. Exit 0 when the tokens match or differ\n"
-               "only at near-ties, 1 otherwise.\n\noptions:\n");
+               "only at near-ties, 1 otherwise. Then %d steps sampled on the GPU (the sampling options when\n"
+               "the GPU's chain takes them: temperature > 0, top-k 1..1024, no repetition penalty; else\n"
+               "llama.cpp's defaults), each checked against the host sampler on the GPU's own logits.\n\n"
+               "options:\n", SAMPLE_STEPS);
     cli_print_flags(f, CLI_F_PROMPT | CLI_F_SAMPLING | CLI_F_CONTEXT);
 }
 
@@ -102,9 +149,9 @@ int cmd_verify(int argc, char **argv) {
         fprintf(stderr, "nib verify: %s\n", err.msg);
         goto done;
     }
-    if (n_ids < 1 || n_ids + o.n_predict > nib_ctx_n_ctx(cpu)) {
-        fprintf(stderr, "nib verify: %lld prompt tokens + %d steps do not fit the context of %d (use -c)\n",
-                (long long)n_ids, o.n_predict, nib_ctx_n_ctx(cpu));
+    if (n_ids < 1 || n_ids + o.n_predict + SAMPLE_STEPS > nib_ctx_n_ctx(cpu)) {
+        fprintf(stderr, "nib verify: %lld prompt tokens + %d + %d steps do not fit the context of %d (use -c)\n",
+                (long long)n_ids, o.n_predict, SAMPLE_STEPS, nib_ctx_n_ctx(cpu));
         goto done;
     }
     if (!(lc = malloc((size_t)V * 4)) || !(lg = malloc((size_t)V * 4))) {
@@ -157,7 +204,8 @@ int cmd_verify(int argc, char **argv) {
             goto done;
         }
     }
-    rc = real ? 1 : 0;
+    const int smp_bad = check_device_sampling(gpu, &o.sp, V, lg);
+    rc = real || smp_bad < 0 || smp_bad > 1 ? 1 : 0;
     printf("verdict: %s\n", rc ? "FAIL" : "PASS");
 done:
     free(lc), free(lg), free(ids), free(prompt);

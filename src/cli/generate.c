@@ -39,6 +39,14 @@ static size_t stop_prefix_len(const char *text, size_t n, const cli_opts *o) {
     return hold;
 }
 
+/* With a GPU context and a chain the device takes, the next decode samples
+ * there: the uniform is drawn now, in the order the host sampler would. */
+static bool arm_device_sampling(cli_session *s, nib_sampler *smp) {
+    nib_sampler_params p;
+    if (nib_sampler_is_greedy(smp) || !nib_sampler_device_ok(smp, &p)) return false;
+    return nib_ctx_sample_next(s->ctx, p.temp, p.top_k, p.top_p, p.min_p, nib_sampler_next_uniform(smp));
+}
+
 void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int32_t *prompt, int64_t n_prompt,
                   FILE *out, gen_result *r) {
     memset(r, 0, sizeof *r);
@@ -48,6 +56,7 @@ void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int
     r->n_prompt = n_prompt;
     for (int64_t i = 0; i < n_prompt; i++) nib_sampler_accept(smp, prompt[i]);
     double t0 = cli_now_s();
+    if (n_prompt > 0) arm_device_sampling(s, smp);
     if (n_prompt > 0 && nib_ctx_decode(s->ctx, prompt, n_prompt, NULL, &err) != NIB_OK) {
         fprintf(stderr, "\nnib: %s\n", err.msg);
         r->stop = GEN_STOP_ERROR;
@@ -77,8 +86,10 @@ void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int
     r->stop = GEN_STOP_LIMIT;
     const bool greedy = nib_sampler_is_greedy(smp);
     for (int64_t i = 0; i < o->n_predict; i++) {
-        /* greedy needs no logits on the host: the GPU step already picked */
-        int32_t id = greedy ? nib_ctx_argmax(s->ctx) : nib_sampler_sample(smp, nib_ctx_logits(s->ctx));
+        /* greedy, or sampling the device did, needs no logits on the host */
+        const int32_t dev_id = nib_ctx_sampled(s->ctx);
+        int32_t id = greedy ? nib_ctx_argmax(s->ctx)
+                            : dev_id >= 0 ? dev_id : nib_sampler_sample(smp, nib_ctx_logits(s->ctx));
         nib_sampler_accept(smp, id);
         if (nib_tokenizer_is_eog(s->tok, id)) {
             r->stop = GEN_STOP_EOG;
@@ -114,6 +125,7 @@ void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int
             r->stop = GEN_STOP_CONTEXT;
             break;
         }
+        if (i + 1 < o->n_predict) arm_device_sampling(s, smp);
         if (i + 1 < o->n_predict && nib_ctx_decode(s->ctx, &id, 1, NULL, &err) != NIB_OK) {
             fprintf(stderr, "\nnib: %s\n", err.msg);
             r->stop = GEN_STOP_ERROR;

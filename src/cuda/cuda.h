@@ -2,7 +2,8 @@
  * matrix-vector product (GEMV) of every format it has a kernel for, over one
  * token or a batch of token rows. The rest of the forward step's kernels are
  * in cuda_ops.h (norm, RoPE/KV store, logits, streams and graphs),
- * cuda_attention.h and cuda_dequant.h (embedding rows); model/context_cuda.c
+ * cuda_attention.h, cuda_dequant.h (embedding rows) and cuda_sample.h
+ * (temperature/top-k/top-p/min-p on the device); model/context_cuda.c
  * strings them into a decode step.
  *
  * Plain C: the library's C code and the CLI include this; the .cu files

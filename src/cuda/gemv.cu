@@ -76,14 +76,16 @@ static unsigned persistent_grid(const nib_cuda_weight *w, int rows_per_block) {
 /* Split K (gemv_q8_ks) for one token's long rows, no fused argmax: KS = 2
  * when a row is at least 3 times as long as there are rows (Llama-3-8B's
  * down projection, 14336 x 4096), 4 from 5 times (Qwen2.5-0.5B's, 4864 x
- * 896): the lab's winners; shorter rows lose. The formats that have it: KSP. */
+ * 896): the lab's winners; shorter rows lose. Rows under 4096 (Gemma 3
+ * 270M's 2048-wide down) keep the plain kernel: unmeasured there. The
+ * formats that have it: KSP. */
 template <class F, int R, int U, bool KSP>
 static cudaError_t launch_q8_ks(const mm_args *a, bool *taken) {
     *taken = false;
     if constexpr (KSP) {
         const nib_cuda_weight *w = a->w;
         const int n_in = (int)w->n_in, n_out = (int)w->n_out;
-        if (a->n_tok != 1 || a->best || n_in < 3 * n_out) return cudaSuccess;
+        if (a->n_tok != 1 || a->best || n_in < 3 * n_out || n_in < 4096) return cudaSuccess;
         *taken = true;
         constexpr int W = GEMV_WARPS, R2 = 2;
         const bool ks4 = n_in >= 5 * n_out;

@@ -40,6 +40,9 @@ struct nib_ctx {
     nib_gpu *gpu;             /* the CUDA step, when the context runs there; the CPU buffers stay unallocated */
     bool logits_stale;        /* the GPU has logits the host copy lacks */
     bool decoded;
+    bool smp_pending;         /* nib_ctx_sample_next armed the next decode */
+    bool sampled;             /* the last decode sampled on the device */
+    nib_gpu_sampling smp;
 };
 
 /* ---- setup --------------------------------------------------------------------- */
@@ -163,6 +166,16 @@ const float *nib_ctx_logits(nib_ctx *c) {
     }
     return c->logits;
 }
+
+bool nib_ctx_sample_next(nib_ctx *c, float temp, int32_t top_k, float top_p, float min_p, double u) {
+    if (!c->gpu) return false;
+    const nib_gpu_sampling smp = {temp, top_k, top_p, min_p, u};
+    c->smp = smp;
+    c->smp_pending = true;
+    return true;
+}
+
+int32_t nib_ctx_sampled(const nib_ctx *c) { return c->gpu && c->sampled ? nib_gpu_argmax(c->gpu) : -1; }
 
 int32_t nib_ctx_argmax(nib_ctx *c) {
     if (!c->decoded) return -1;
@@ -355,7 +368,9 @@ nib_status nib_ctx_decode(nib_ctx *c, const int32_t *tokens, int64_t n, float *a
                 if (tokens[i + t] < 0 || tokens[i + t] >= c->m->hp.n_vocab)
                     return nib_error_set(err, NIB_ERR_ARG, "token id %d is outside the vocabulary of %d",
                                          tokens[i + t], c->m->hp.n_vocab);
-            s = nib_gpu_decode(c->gpu, tokens + i, b, c->pos, lg, err);
+            const bool last = i + b == n;
+            s = nib_gpu_decode(c->gpu, tokens + i, b, c->pos, lg, last && c->smp_pending ? &c->smp : NULL, err);
+            if (last) c->sampled = s == NIB_OK && c->smp_pending, c->smp_pending = false;
             if (s == NIB_OK) c->pos += (int32_t)b, c->logits_stale = true;
         } else {
             s = forward_batch(c, tokens + i, b, lg, err);

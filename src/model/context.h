@@ -39,6 +39,14 @@ const float *nib_ctx_logits(nib_ctx *c);   /* (n_vocab) of the last token decode
 /* The greedy pick of the last token decoded (first maximum of its logits):
  * on the GPU computed there, with no logits copy. -1 before any decode. */
 int32_t nib_ctx_argmax(nib_ctx *c);
+/* Sampling on the device (CUDA): the next nib_ctx_decode also samples its
+ * last position there, with nib_sampler_params' temperature, top-k, top-p
+ * and min-p (the chain nib_sampler_device_ok accepts) and the uniform u the
+ * host sampler would have drawn (nib_sampler_next_uniform); then
+ * nib_ctx_sampled() gives the id, with no logits copied. false on the CPU
+ * (sample on the host from nib_ctx_logits). */
+bool nib_ctx_sample_next(nib_ctx *c, float temp, int32_t top_k, float top_p, float min_p, double u);
+int32_t nib_ctx_sampled(const nib_ctx *c);  /* -1 unless the last decode sampled on the device */
 nib_device nib_ctx_device(const nib_ctx *c);
 uint64_t nib_ctx_device_bytes(const nib_ctx *c);  /* GPU memory in use; 0 on the CPU */
 

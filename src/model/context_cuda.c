@@ -30,6 +30,7 @@
 #include "cuda/cuda_attention.h"
 #include "cuda/cuda_dequant.h"
 #include "cuda/cuda_ops.h"
+#include "cuda/cuda_sample.h"
 
 typedef struct gpu_layer {
     nib_cuda_weight *wq, *wk, *wv, *wo, *gate, *up, *down;
@@ -50,10 +51,15 @@ typedef struct gpu_layer {
 /* pinned/device io block of int32: [0] position of the step's first token,
  * [2..3] the greedy pick's 64-bit key (nib_cuda_matmul_argmax; the host
  * zeroes it, and the step's first copy carries the zero to the device),
- * [4..] the step's tokens */
+ * [4..7] the sampling parameters (nib_cuda_sample_params), [8..9] the
+ * sampling uniform (a double), [10] the sampled id, [12..] the step's
+ * tokens. One copy in before the step, one out (key and id) after it. */
 #define IO_POS 0
 #define IO_KEY 2
-#define IO_TOK 4
+#define IO_SMP 4
+#define IO_U 8
+#define IO_ID 10
+#define IO_TOK 12
 
 struct nib_gpu {
     const nib_model *m;
@@ -71,9 +77,11 @@ struct nib_gpu {
     float *logits;                   /* (n_vocab) */
     void *act;                       /* quantized activations, the widest of the step */
     void *attn_scratch;
+    void *sample_scratch;            /* nib_cuda_sample's */
     int32_t *io_dev, *io_host;       /* (IO_TOK + n_batch) */
-    int32_t last_id;                 /* the greedy pick of the last step */
-    void *graphs[GPU_MAX_BUCKETS];
+    int32_t last_id;                 /* the greedy pick (or the sampled id) of the last step */
+    void *graphs[GPU_MAX_BUCKETS];   /* decode steps with the greedy pick */
+    void *graphs_s[GPU_MAX_BUCKETS]; /* and with the sampler */
     uint64_t dev_bytes;
     bool have_out;
 };
@@ -225,7 +233,8 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
     size_t attn1 = nib_cuda_attention_scratch_bytes(1, hp->n_head, hp->head_dim_v, n_ctx);
     if (attn1 > attn) attn = attn1;
     uint64_t buf = kv_rows * (uint64_t)(KR + VR) * 2 + B * 4 * (uint64_t)(3 * E + QD + KR + VR + AD + 2 * F) +
-                   (uint64_t)hp->n_vocab * 4 + act + attn;
+                   (uint64_t)hp->n_vocab * 4 + act + attn +
+                   nib_cuda_sample_scratch_bytes(hp->n_vocab, NIB_CUDA_SAMPLE_MAX_K);
     uint64_t need = weight_bytes(m) + buf;
     nib_cuda_device_info info;
     if (nib_cuda_device_get(0, &info, why, sizeof why) && need > info.free_bytes) {
@@ -287,6 +296,7 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
         !(g->att = dev_alloc(g, B * AD * 4, err)) || !(g->qkv = dev_alloc(g, B * (QD + KR + VR) * 4, err)) || !(g->h = dev_alloc(g, B * F * 4, err)) ||
         !(g->tmp = dev_alloc(g, B * F * 4, err)) || !(g->logits = dev_alloc(g, (uint64_t)hp->n_vocab * 4, err)) ||
         !(g->act = dev_alloc(g, act, err)) || (attn && !(g->attn_scratch = dev_alloc(g, attn, err))) ||
+        !(g->sample_scratch = dev_alloc(g, nib_cuda_sample_scratch_bytes(hp->n_vocab, NIB_CUDA_SAMPLE_MAX_K), err)) ||
         !(g->io_dev = dev_alloc(g, (IO_TOK + B) * 4, err)) ||
         !(g->io_host = nib_cuda_host_alloc((IO_TOK + B) * 4, err)))
         goto fail;
@@ -301,7 +311,7 @@ fail:
 
 void nib_gpu_free(nib_gpu *g) {
     if (!g) return;
-    for (int i = 0; i < GPU_MAX_BUCKETS; i++) nib_cuda_graph_free(g->graphs[i]);
+    for (int i = 0; i < GPU_MAX_BUCKETS; i++) nib_cuda_graph_free(g->graphs[i]), nib_cuda_graph_free(g->graphs_s[i]);
     if (g->layers) {
         for (int il = 0; il < g->m->hp.n_layer; il++) {
             gpu_layer *L = &g->layers[il];
@@ -316,7 +326,7 @@ void nib_gpu_free(nib_gpu *g) {
     if (g->output != g->tok_embd) nib_cuda_weight_free(g->output);
     nib_cuda_weight_free(g->tok_embd);
     void *bufs[] = {g->output_norm, g->inv_freq, g->k_cache, g->v_cache, g->x, g->xn, g->o, g->q, g->k, g->v,
-                    g->att, g->qkv, g->h, g->tmp, g->logits, g->act, g->attn_scratch, g->io_dev};
+                    g->att, g->qkv, g->h, g->tmp, g->logits, g->act, g->attn_scratch, g->sample_scratch, g->io_dev};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) nib_cuda_free(bufs[i]);
     nib_cuda_host_free(g->io_host);
     nib_cuda_stream_free(g->stream);
@@ -371,9 +381,11 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
         .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .hd_k = hp->head_dim_k, .hd_v = hp->head_dim_v,
         .n_ctx = g->n_ctx, .window = l->window, .scale = hp->attn_scale, .softcap = 0.0f, .sinks = NULL,
         .max_len = max_len, .scratch = g->attn_scratch,
-        .out_act = g->act, /* out quantized for wo by the CTA that writes it: no quantize kernel */
     };
     TRY(nib_cuda_attention(&aa, st, err));
+    /* (quantizing out in the attention kernel's last CTA measured 1.6-3% slower:
+     * bench/gpu-decode-notes.md, v9) */
+    TRY(nib_cuda_act_quantize(g->att, (int64_t)hp->n_head * hp->head_dim_v, n, g->act, st, err));
     /* without a post-norm the residual add rides on the projection */
     return nib_cuda_matmul(L->wo, g->att, g->act, n, L->post_attn_norm ? g->o : g->x, !L->post_attn_norm, st, err);
 }
@@ -409,8 +421,9 @@ static nib_status attn_norm(nib_gpu *g, int il, int n, nib_error *err) {
 
 /* Final norm and LM head of row r (x and the last layer's pending output);
  * with pick, the greedy key lands in the io block (fused into the head's
- * GEMV unless a softcap must come first). */
-static nib_status head_row(nib_gpu *g, int r, bool pick, nib_error *err) {
+ * GEMV unless a softcap must come first), with sample the sampled id does
+ * (parameters and uniform from the io block). */
+static nib_status head_row(nib_gpu *g, int r, bool pick, bool sample, nib_error *err) {
     const nib_hparams *hp = &g->m->hp;
     const int64_t E = hp->n_embd;
     const float *last_post = g->layers[hp->n_layer - 1].post_ffn_norm;
@@ -420,6 +433,13 @@ static nib_status head_row(nib_gpu *g, int r, bool pick, nib_error *err) {
     };
     TRY(nib_cuda_add_norm(&na, g->stream, err));
     uint64_t *key = (uint64_t *)(g->io_dev + IO_KEY);
+    if (pick && sample) {
+        TRY(nib_cuda_matmul(g->output, g->xn, g->act, 1, g->logits, false, g->stream, err));
+        if (hp->logit_softcap > 0.0f) TRY(nib_cuda_softcap(g->logits, hp->n_vocab, hp->logit_softcap, g->stream, err));
+        return nib_cuda_sample(g->logits, hp->n_vocab, (const nib_cuda_sample_params *)(g->io_dev + IO_SMP),
+                               (const double *)(g->io_dev + IO_U), g->sample_scratch, NIB_CUDA_SAMPLE_MAX_K,
+                               g->io_dev + IO_ID, g->stream, err);
+    }
     if (pick && !(hp->logit_softcap > 0.0f))
         return nib_cuda_matmul_argmax(g->output, g->xn, g->act, g->logits, key, g->stream, err);
     TRY(nib_cuda_matmul(g->output, g->xn, g->act, 1, g->logits, false, g->stream, err));
@@ -429,7 +449,7 @@ static nib_status head_row(nib_gpu *g, int r, bool pick, nib_error *err) {
 
 /* Everything of one step after the ids and position are on the device. With
  * rows_out, every row's logits are copied to the host (tests; not captured). */
-static nib_status forward(nib_gpu *g, int n, int max_len, float *rows_out, nib_error *err) {
+static nib_status forward(nib_gpu *g, int n, int max_len, float *rows_out, bool sample, nib_error *err) {
     const nib_hparams *hp = &g->m->hp;
     TRY(nib_cuda_get_rows(g->tok_embd, g->io_dev + IO_TOK, n, hp->embd_scale, g->x, g->stream, err));
     for (int il = 0; il < hp->n_layer; il++) {
@@ -439,16 +459,16 @@ static nib_status forward(nib_gpu *g, int n, int max_len, float *rows_out, nib_e
     }
     if (rows_out) {
         for (int r = 0; r < n; r++) {
-            TRY(head_row(g, r, r == n - 1, err));
+            TRY(head_row(g, r, r == n - 1, sample, err));
             TRY(nib_cuda_copy_async(rows_out + (size_t)r * hp->n_vocab, g->logits, (size_t)hp->n_vocab * 4, g->stream,
                                     err));
         }
         /* head_row added the pending post-norm output into x for every row;
          * the last row's logits are in g->logits */
     } else {
-        TRY(head_row(g, n - 1, true, err));
+        TRY(head_row(g, n - 1, true, sample, err));
     }
-    return nib_cuda_copy_async(g->io_host + IO_KEY, g->io_dev + IO_KEY, 8, g->stream, err);
+    return nib_cuda_copy_async(g->io_host + IO_KEY, g->io_dev + IO_KEY, (IO_TOK - IO_KEY) * 4, g->stream, err);
 }
 
 static int bucket_of(int32_t len) {
@@ -457,16 +477,17 @@ static int bucket_of(int32_t len) {
     return b;
 }
 
-static nib_status decode_one(nib_gpu *g, nib_error *err) {
+static nib_status decode_one(nib_gpu *g, bool sample, nib_error *err) {
     const int32_t pos = g->io_host[IO_POS];
     int b = bucket_of(pos + 1);
     if (b >= GPU_MAX_BUCKETS) return nib_error_set(err, NIB_ERR_ARG, "position %d is beyond the GPU's buckets", pos);
     int64_t max_len = (int64_t)GPU_BUCKET_MIN << b;
     if (max_len > g->n_ctx) max_len = g->n_ctx;
-    if (!g->graphs[b]) {
+    void **slot = sample ? &g->graphs_s[b] : &g->graphs[b];
+    if (!*slot) {
         TRY(nib_cuda_graph_begin(g->stream, err));
         nib_status s = nib_cuda_copy_async(g->io_dev, g->io_host, (IO_TOK + 1) * 4, g->stream, err);
-        if (s == NIB_OK) s = forward(g, 1, (int)max_len, NULL, err);
+        if (s == NIB_OK) s = forward(g, 1, (int)max_len, NULL, sample, err);
         void *graph = NULL;
         nib_error end_err;
         nib_status e = nib_cuda_graph_end(g->stream, &graph, &end_err);
@@ -478,26 +499,39 @@ static nib_status decode_one(nib_gpu *g, nib_error *err) {
             if (err) *err = end_err;
             return e;
         }
-        g->graphs[b] = graph;
+        *slot = graph;
     }
-    return nib_cuda_graph_launch(g->graphs[b], g->stream, err);
+    return nib_cuda_graph_launch(*slot, g->stream, err);
 }
 
 nib_status nib_gpu_decode(nib_gpu *g, const int32_t *tokens, int64_t n, int32_t pos, float *all_logits,
-                          nib_error *err) {
+                          const nib_gpu_sampling *smp, nib_error *err) {
     if (n < 1 || n > g->n_batch || pos < 0 || pos + n > g->n_ctx)
         return nib_error_set(err, NIB_ERR_ARG, "GPU step of %lld tokens at position %d does not fit (batch %d, context %d)",
                              (long long)n, pos, g->n_batch, g->n_ctx);
     g->io_host[IO_POS] = pos;
     memset(g->io_host + IO_KEY, 0, 8);
     memcpy(g->io_host + IO_TOK, tokens, (size_t)n * 4);
+    if (smp) {
+        const nib_cuda_sample_params sp = {smp->temp, smp->top_k, smp->top_p, smp->min_p};
+        memcpy(g->io_host + IO_SMP, &sp, sizeof sp);
+        memcpy(g->io_host + IO_U, &smp->u, sizeof smp->u);
+        g->io_host[IO_ID] = -1;
+    }
     if (n == 1 && !all_logits) {
-        TRY(decode_one(g, err));
+        TRY(decode_one(g, smp != NULL, err));
     } else {
         TRY(nib_cuda_copy_async(g->io_dev, g->io_host, (size_t)(IO_TOK + n) * 4, g->stream, err));
-        TRY(forward(g, (int)n, (int)(pos + n), all_logits, err));
+        TRY(forward(g, (int)n, (int)(pos + n), all_logits, smp != NULL, err));
     }
     TRY(nib_cuda_stream_sync(g->stream, err));
+    if (smp) {
+        g->last_id = g->io_host[IO_ID];
+        if (g->last_id < 0 || g->last_id >= g->m->hp.n_vocab)
+            return nib_error_set(err, NIB_ERR_IO, "the GPU sampler returned id %d (vocabulary %d)", g->last_id,
+                                 g->m->hp.n_vocab);
+        return NIB_OK;
+    }
     uint64_t key;
     memcpy(&key, g->io_host + IO_KEY, 8);
     g->last_id = key ? (int32_t)(0xFFFFFFFFu - (uint32_t)key) : 0;

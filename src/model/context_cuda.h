@@ -16,11 +16,22 @@ typedef struct nib_gpu nib_gpu;
 nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_error *err);
 void nib_gpu_free(nib_gpu *g);
 
+/* Sampling on the device: nib_sampler_params' meaning, the chain
+ * nib_sampler_device_ok accepts, and the uniform the host sampler would
+ * have drawn for this token. */
+typedef struct nib_gpu_sampling {
+    float temp;
+    int32_t top_k;
+    float top_p, min_p;
+    double u;
+} nib_gpu_sampling;
+
 /* Runs n tokens (n <= n_batch) at positions pos.. . all_logits: NULL or room
- * for n * n_vocab floats. Afterwards the greedy id of the last position is
- * known (nib_gpu_argmax) without copying any logits. */
+ * for n * n_vocab floats. Afterwards the greedy id of the last position (or,
+ * with smp, its id sampled on the device) is known (nib_gpu_argmax) without
+ * copying any logits. */
 nib_status nib_gpu_decode(nib_gpu *g, const int32_t *tokens, int64_t n, int32_t pos, float *all_logits,
-                          nib_error *err);
+                          const nib_gpu_sampling *smp, nib_error *err);
 int32_t nib_gpu_argmax(const nib_gpu *g);
 /* Copies the last position's logits to the host (n_vocab floats). */
 nib_status nib_gpu_logits(nib_gpu *g, float *out, nib_error *err);
