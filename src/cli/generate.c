@@ -43,7 +43,9 @@ static size_t stop_prefix_len(const char *text, size_t n, const cli_opts *o) {
  * there: the uniform is drawn now, in the order the host sampler would. */
 static bool arm_device_sampling(cli_session *s, nib_sampler *smp) {
     nib_sampler_params p;
-    if (nib_sampler_is_greedy(smp) || !nib_sampler_device_ok(smp, &p)) return false;
+    /* (on the CPU no uniform may be drawn here: the host sampler draws its own) */
+    if (nib_ctx_device(s->ctx) != NIB_DEVICE_CUDA || nib_sampler_is_greedy(smp) || !nib_sampler_device_ok(smp, &p))
+        return false;
     return nib_ctx_sample_next(s->ctx, p.temp, p.top_k, p.top_p, p.min_p, nib_sampler_next_uniform(smp));
 }
 
