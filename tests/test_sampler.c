@@ -10,8 +10,11 @@
  * The logits are random (N(0, s^2) for several s, and a third of the draws
  * rounded to halves so that many ties meet the id order), never zeros or
  * constants, so a wrong order, cut or draw shows as a different id. Both
- * sides compute the same float and double operations in the same order, so
- * the ids must be equal, with no tolerance. */
+ * sides compute the same float and double operations in the same order
+ * (with top-k off, top-p's normalising sum in id order, as sampler.c's
+ * sorted prefix does), so the ids must be equal, with no tolerance. The
+ * cases with top-k off take sampler.c's growing sorted prefix (64, 256, ...
+ * candidates), which must cut where the full sort does. */
 #include <stdlib.h>
 
 #include "sampler/sampler.h"
@@ -49,6 +52,10 @@ static int32_t ref_sample(const float *logits, int n, const nib_sampler_params *
     int m = p->top_k > 0 && p->top_k < n ? p->top_k : n;
     double sum = 0.0;
     for (int i = 0; i < m; i++) sum += (pr[i] = expf(c[i].logit - c[0].logit));
+    if (m == n && p->top_p < 1.0f) { /* top-k off: top-p's sum runs in id order (sampler.c, sorted_prefix) */
+        sum = 0.0;
+        for (int i = 0; i < n; i++) sum += expf(logits[i] - c[0].logit);
+    }
     if (p->top_p < 1.0f) {
         double cum = 0.0;
         for (int i = 0; i < m; i++)
@@ -94,7 +101,8 @@ static void test_sample_u_matches_sample(void) {
     const nib_sampler_params cases[] = {
         params(0.8f, 40, 0.95f, 0.05f, 1), params(1.5f, 0, 1.0f, 0.0f, 2),   params(0.3f, 1024, 0.5f, 0.0f, 3),
         params(1.0f, 2, 1.0f, 0.05f, 4),  params(0.8f, 1, 0.9f, 0.1f, 5),   params(2.0f, 200, 0.99f, 0.0f, 0),
-        params(0.7f, 5000, 1.0f, 0.2f, 6),
+        params(0.7f, 5000, 1.0f, 0.2f, 6), params(0.9f, 0, 0.9f, 0.0f, 7),   params(1.2f, 0, 0.6f, 0.05f, 8),
+        params(0.5f, 0, 0.999f, 0.0f, 9),
     };
     static float logits[N_VOCAB];
     nib_error err = {0};

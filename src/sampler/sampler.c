@@ -114,7 +114,9 @@ static int32_t keep_top_k(cand *c, int32_t n, int32_t k) {
     }
     for (int32_t i = k; i < n; i++) {
         if (cmp_desc(&c[i], &c[0]) >= 0) continue;  /* not better than the worst kept */
+        const cand evicted = c[0];                  /* swapped, not dropped: c stays a permutation */
         c[0] = c[i];
+        c[i] = evicted;
         int32_t j = 0;
         for (;;) {
             int32_t l = 2 * j + 1, r = l + 1, m = j;
@@ -126,6 +128,35 @@ static int32_t keep_top_k(cand *c, int32_t n, int32_t k) {
     }
     qsort(c, (size_t)k, sizeof *c, cmp_desc);
     return k;
+}
+
+/* With top-k off, top-p or min-p without sorting the whole vocabulary (a
+ * 152k-entry qsort took ~10 ms a token): the k largest are sorted (k = 64,
+ * 256, ... until the cut falls inside them) and the cuts are taken over that
+ * sorted prefix exactly as over a full sort. Top-p's normalising sum runs
+ * over every candidate in id order (the full sort summed in sorted order:
+ * the two differ in the last bits of a double, which moves a cut only when
+ * the cumulative is within ~1e-16 of top_p). Returns m with c[0..m) sorted,
+ * probs[0..m) = expf(l_i - l_0), and the cuts (top-p applied, min-p still
+ * to apply) inside [0, m). */
+static int32_t sorted_prefix(nib_sampler *s, int32_t n, float top_p, float min_p) {
+    double total = 0.0;
+    if (top_p < 1.0f) {
+        float l0 = -INFINITY;
+        for (int32_t i = 0; i < n; i++)
+            if (s->c[i].logit > l0) l0 = s->c[i].logit;
+        for (int32_t i = 0; i < n; i++)
+            if (!isnan(s->c[i].logit)) total += expf(s->c[i].logit - l0);
+    }
+    for (int32_t k = 64;; k = k < n / 4 ? 4 * k : n) {
+        const int32_t m = keep_top_k(s->c, n, k < n ? k : n);
+        double cum = 0.0;
+        for (int32_t i = 0; i < m; i++) {
+            s->probs[i] = expf(s->c[i].logit - s->c[0].logit);
+            if (top_p < 1.0f && (cum += s->probs[i] / total) >= top_p) return i + 1;
+        }
+        if (m == n || (min_p > 0.0f && s->probs[m - 1] < min_p * s->probs[0])) return m;
+    }
 }
 
 bool nib_sampler_is_greedy(const nib_sampler *s) { return s->p.temp <= 0.0f && s->p.repeat_penalty == 1.0f; }
@@ -163,17 +194,22 @@ int32_t nib_sampler_sample_u(nib_sampler *s, const float *logits, double u) {
             if (s->c[i].logit > s->c[best].logit) best = i;
         return s->c[best].id;
     }
-    int32_t m = keep_top_k(s->c, n, p->top_k > 0 ? p->top_k : n);
-    /* probabilities of the sorted candidates (before temperature, as llama.cpp's top-p/min-p see them) */
+    int32_t m;
     double sum = 0.0;
-    for (int32_t i = 0; i < m; i++) sum += (s->probs[i] = expf(s->c[i].logit - s->c[0].logit));
-    if (p->top_p < 1.0f) {
-        double cum = 0.0;
-        for (int32_t i = 0; i < m; i++) {
-            cum += s->probs[i] / sum;
-            if (cum >= p->top_p) {
-                m = i + 1;
-                break;
+    if ((p->top_k <= 0 || p->top_k >= n) && (p->top_p < 1.0f || p->min_p > 0.0f)) {
+        m = sorted_prefix(s, n, p->top_p, p->min_p);
+    } else {
+        m = keep_top_k(s->c, n, p->top_k > 0 ? p->top_k : n);
+        /* probabilities of the sorted candidates (before temperature, as llama.cpp's top-p/min-p see them) */
+        for (int32_t i = 0; i < m; i++) sum += (s->probs[i] = expf(s->c[i].logit - s->c[0].logit));
+        if (p->top_p < 1.0f) {
+            double cum = 0.0;
+            for (int32_t i = 0; i < m; i++) {
+                cum += s->probs[i] / sum;
+                if (cum >= p->top_p) {
+                    m = i + 1;
+                    break;
+                }
             }
         }
     }
