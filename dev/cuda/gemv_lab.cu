@@ -113,6 +113,7 @@ typedef struct lab_ctx {
     const float *x;
     int8_t *xq;
     float2 *xds;
+    act_scale *sc;
     float *y;
     int n_in, n_out;
     cudaStream_t st;
@@ -138,9 +139,9 @@ static void run_q8(const lab_ctx *c) {
     if (P && !most) most = persistent_blocks(gemv_q8<F, W, R, U, 1>, W * 32);
     int grid = CEIL_DIV(c->n_out, W * R);
     if (P && grid > most) grid = most;
-    quantize_act_q8<<<CEIL_DIV(c->n_in, 256), 256, 0, c->st>>>(c->x, c->xq, c->xds, c->n_in, 1, c->n_in);
+    quantize_act_q8<<<CEIL_DIV(c->n_in, 256), 256, 0, c->st>>>(c->x, c->xq, c->xds, c->n_in, 1, c->n_in, c->sc);
     act_q8 a;
-    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1;
+    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
     if (c->n_in / F::CH >= 32 * U) /* as gemv.cu's launcher: U = 1 for rows shorter than one pass */
         gemv_q8<F, W, R, U, 1><<<grid, W * 32, 0, c->st>>>(c->W, c->row_bytes, a, c->y, c->n_out, c->n_in, c->n_out, 0,
                                                            (unsigned long long *)NULL);
@@ -185,9 +186,9 @@ static void run_q8_ksplit(const lab_ctx *c) {
     if (!most) most = persistent_blocks(gemv_q8_ks<F, W, R, U, KS>, W * 32);
     int grid = CEIL_DIV(c->n_out, (W / KS) * R);
     if (grid > most) grid = most;
-    quantize_act_q8<<<CEIL_DIV(c->n_in, 256), 256, 0, c->st>>>(c->x, c->xq, c->xds, c->n_in, 1, c->n_in);
+    quantize_act_q8<<<CEIL_DIV(c->n_in, 256), 256, 0, c->st>>>(c->x, c->xq, c->xds, c->n_in, 1, c->n_in, c->sc);
     act_q8 a;
-    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1;
+    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
     gemv_q8_ks<F, W, R, U, KS><<<grid, W * 32, 0, c->st>>>(c->W, c->row_bytes, a, c->y, c->n_in, c->n_out, 0);
 }
 
@@ -371,11 +372,13 @@ int main(int argc, char **argv) {
     float *x, *y;
     int8_t *xq;
     float2 *xds;
+    act_scale *sc;
     const int max_k = 14336, max_n = 151936;
     CK(cudaMalloc(&x, sizeof(float) * max_k));
     CK(cudaMalloc(&y, sizeof(float) * max_n));
     CK(cudaMalloc(&xq, max_k));
     CK(cudaMalloc(&xds, sizeof(float2) * (max_k / 32)));
+    CK(cudaMalloc(&sc, sizeof(act_scale)));
     fill_x<<<CEIL_DIV(max_k, 256), 256>>>(x, max_k);
     CK_LAUNCH("fill_x");
 
@@ -402,7 +405,7 @@ int main(int argc, char **argv) {
             CK(cudaMalloc(&W, copy_bytes * n_copies + 256));
             fill_random<<<2048, 256>>>((uint32_t *)W, (copy_bytes * n_copies + 256) / 4, (uint32_t)(v * 131 + s));
             CK_LAUNCH("fill W");
-            lab_ctx c = {W, row_bytes, x, xq, xds, y, sh->k, sh->n, st};
+            lab_ctx c = {W, row_bytes, x, xq, xds, sc, y, sh->k, sh->n, st};
             const double us = time_calls(var->fn, &c, W, copy_bytes, n_copies, false);
             const double us_g = time_calls(var->fn, &c, W, copy_bytes, n_copies, true);
             const double us_floor = time_calls(run_floor, &c, W, copy_bytes, n_copies, true);

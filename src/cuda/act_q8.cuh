@@ -8,6 +8,19 @@
 
 #include <stdint.h>
 
+/* The trailer of an activation buffer. A deferred RMSNorm (nib_cuda_add_norm
+ * with defer) quantizes x * w without the row's 1/rms, which needs the whole
+ * row's sum of squares, and leaves that here as partial sums in double (one
+ * per block of the norm, each over n, block 0's plus eps: their sum is
+ * nib_rmsnorm's ss / n + eps). Every GEMV that reads the activation adds them
+ * and scales its dot by 1/sqrt(sum) (the dot is linear in the (d, s) pairs,
+ * so that is the product with the normed row). All zero: the quants are the
+ * row itself (every other writer zeroes them). */
+#define ACT_SCALE_PARTS 32
+struct act_scale {
+    double part[ACT_SCALE_PARTS];
+};
+
 __device__ __forceinline__ void quantize_warp32(float v, int8_t *q_out, float2 *ds_out) {
     float amax = fabsf(v);
 #pragma unroll

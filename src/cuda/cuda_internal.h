@@ -52,8 +52,12 @@ struct nib_cuda_weight {
 
 /* Activation scratch (nib_cuda_act_quantize): n_tok rows of n int8 quants,
  * each row rounded up to 256 bytes so every row and block starts 16-byte
- * aligned, then n_tok * n/32 float2 (d, s). */
+ * aligned, then n_tok * n/32 float2 (d, s), then at the next 16-byte
+ * boundary an act_scale (act_q8.cuh): the row scale of a deferred RMSNorm. */
 static inline size_t cuda_act_qs_stride(int64_t n) { return (size_t)CEIL_DIV(n, 256) * 256; }
+static inline size_t cuda_act_scale_off(int64_t n, int n_tok) {
+    return (cuda_act_qs_stride(n) + (size_t)(n / 32) * 8) * (size_t)n_tok + 15 & ~(size_t)15;
+}
 
 /* gemv.cu: can this device run the kernels of this build? (false + reason on
  * "no kernel image for this device" and the like) */

@@ -26,7 +26,10 @@ extern "C" {
  *   xn = rmsnorm(x) * norm_w; act = xn quantized for the next matmuls
  * rmsnorm as ops.c's nib_rmsnorm: sum of squares in double, then
  * y = x * (float)(1 / sqrt(ss / n + eps)) * w. act: NULL, or the layout of
- * nib_cuda_act_quantize (n % 32 == 0). */
+ * nib_cuda_act_quantize (n % 32 == 0). With defer (one token, no o), act
+ * holds rmsnorm's x * w quantized and the sum of squares, and the GEMVs that
+ * read it apply 1 / rms to their dots: one kernel spread over the row instead
+ * of a block that reduces the whole row before it can write. */
 typedef struct nib_cuda_norm_args {
     float *x;             /* (n_tok, n) residual stream, updated when o is set */
     const float *o;       /* (n_tok, n) sub-block output to add first, or NULL */
@@ -36,6 +39,8 @@ typedef struct nib_cuda_norm_args {
     void *act;            /* nib_cuda_act_bytes(n, n_tok) bytes, or NULL */
     int n_tok, n;
     float eps;
+    bool defer;           /* one token, no o: write only act, its 1/rms left for the GEMVs that read it
+                             (xn is not written: only for rows whose every reader is a dp4a GEMV) */
 } nib_cuda_norm_args;
 nib_status nib_cuda_add_norm(const nib_cuda_norm_args *a, void *stream, nib_error *err);
 

@@ -253,7 +253,7 @@ static bool is_dp4a(const nib_cuda_weight *w) {
 static size_t qs_stride(int64_t n) { return cuda_act_qs_stride(n); }
 
 extern "C" size_t nib_cuda_act_bytes(int64_t n, int n_tok) {
-    return (qs_stride(n) + (size_t)(n / 32) * sizeof(float2)) * (size_t)(n_tok > 0 ? n_tok : 1);
+    return cuda_act_scale_off(n, n_tok > 0 ? n_tok : 1) + sizeof(act_scale);
 }
 
 static act_q8 act_view(const void *act, int64_t n, int n_tok) {
@@ -262,6 +262,7 @@ static act_q8 act_view(const void *act, int64_t n, int n_tok) {
     a.xds = (const float2 *)((const uint8_t *)act + qs_stride(n) * (size_t)n_tok);
     a.qs_stride = (int)qs_stride(n);
     a.n_tok = n_tok;
+    a.sc = (const act_scale *)((const uint8_t *)act + cuda_act_scale_off(n, n_tok));
     return a;
 }
 
@@ -312,7 +313,8 @@ extern "C" nib_status nib_cuda_act_quantize(const float *x, int64_t n, int n_tok
     act_q8 a = act_view(act, n, n_tok);
     const int64_t total = n * n_tok;
     cudaError_t e = pdl_launch(quantize_act_q8, dim3((unsigned)CEIL_DIV(total, 256)), dim3(256), 0,
-                               (cudaStream_t)stream, x, (int8_t *)a.xq, (float2 *)a.xds, (int)n, n_tok, a.qs_stride);
+                               (cudaStream_t)stream, x, (int8_t *)a.xq, (float2 *)a.xds, (int)n, n_tok, a.qs_stride,
+                               (act_scale *)a.sc);
     if (e == cudaSuccess) e = cudaGetLastError();
     if (e == cudaSuccess) return NIB_OK;
     char what[96];

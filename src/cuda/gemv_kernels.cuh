@@ -493,10 +493,11 @@ __device__ __forceinline__ float glu_act(int act, float g) {
  * block (act_q8.cuh). Row t's quants start at qs + t * qs_stride, its (d, s)
  * pairs at ds + t * (n / 32). */
 __global__ void quantize_act_q8(const float *__restrict__ x, int8_t *__restrict__ qs, float2 *__restrict__ ds, int n,
-                                int n_tok, int qs_stride) {
+                                int n_tok, int qs_stride, act_scale *sc) {
     pdl_launch_dependents();
     pdl_wait();
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < ACT_SCALE_PARTS) sc->part[i] = 0.0; /* no deferred norm (n >= 32: these threads exist) */
     if (i >= (int64_t)n * n_tok) return;  /* n % 32 == 0: whole warps leave together */
     const int t = (int)(i / n), j = (int)(i % n);
     quantize_warp32(x[i], qs + (int64_t)t * qs_stride + j, ds + i / 32);
@@ -552,7 +553,22 @@ struct act_q8 {
     const float2 *xds;
     int qs_stride;  /* bytes between token rows of xq */
     int n_tok;
+    const act_scale *sc; /* the buffer's trailer: a deferred norm's row scale (act_q8.cuh) */
 };
+
+/* The row scale of a deferred norm (act_scale), in two halves: lane l loads
+ * part l before a kernel's dot loop and the sum is taken after it, so the
+ * load's latency hides under the weight loads (2 registers live across the
+ * loop). The butterfly gives every lane the same bits, in the same order on
+ * every run. 1 without a norm (all parts zero). */
+__device__ __forceinline__ double act_rs_begin(const act_q8 &a, int lane) {
+    return a.sc->part[lane & (ACT_SCALE_PARTS - 1)];
+}
+__device__ __forceinline__ float act_rs_end(double s) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xFFFFFFFFu, s, o);
+    return s > 0.0 ? (float)(1.0 / sqrt(s)) : 1.0f; /* as ops.c's nib_rmsnorm: 1 / sqrt(ss / n + eps) */
+}
 
 /* The R rows' dots against NT activation rows, one fp32 partial per lane.
  * Each pass takes U items per lane; an item past the row's end is computed
@@ -623,6 +639,7 @@ gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__rest
             prefetch_rows_l2(W + (size_t)first * row_bytes, (size_t)min(R, n_out - first) * row_bytes, lane);
     }
     pdl_wait();
+    const double rsp = act_rs_begin(a, lane);
     unsigned long long mine = 0;
     for (int row0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R; row0 < n_out; row0 += gridDim.x * WARPS * R) {
         const uint8_t *wr[R];
@@ -631,13 +648,15 @@ gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__rest
             wr[r] = W + (size_t)min(row0 + r, n_out - 1) * row_bytes;
         float acc[NT][R];
         dot_rows<F, R, U, NT>(wr, a, t0, n_in, lane, acc);
+        const float rs = act_rs_end(rsp);
 #pragma unroll
         for (int t = 0; t < NT; t++)
 #pragma unroll
             for (int r = 0; r < R; r++)
                 if (lane == t && t0 + t < a.n_tok && row0 + r < n_out) {
                     float *p = y + (size_t)(t0 + t) * y_stride + row0 + r;
-                    *p = add ? *p + acc[t][r] : acc[t][r];
+                    const float v = acc[t][r] * rs;
+                    *p = add ? *p + v : v;
                     const unsigned long long k = row_key(*p, row0 + r);
                     mine = k > mine ? k : mine;
                 }
@@ -668,6 +687,7 @@ gemv_q8_ks(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__r
             prefetch_rows_l2(W + (size_t)first * row_bytes, (size_t)min(R, n_out - first) * row_bytes, lane);
     }
     pdl_wait();
+    const double rsp = act_rs_begin(a, lane);
     __shared__ float part[WARPS][R];
     for (int base_row = blockIdx.x * GROUPS * R; base_row < n_out; base_row += gridDim.x * GROUPS * R) {
         const int row0 = base_row + group * R;
@@ -679,11 +699,13 @@ gemv_q8_ks(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__r
         if (lane == 0)
 #pragma unroll
             for (int r = 0; r < R; r++) part[warp][r] = acc[0][r];
+        const float rs = act_rs_end(rsp);
         __syncthreads();
         if (k == 0 && lane < R && row0 + lane < n_out) {
             float v = 0.0f;
 #pragma unroll
             for (int j = 0; j < KS; j++) v += part[group * KS + j][lane];
+            v *= rs;
             float *p = y + row0 + lane;
             *p = add ? *p + v : v;
         }
@@ -710,6 +732,7 @@ gemv_q8_glu(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size
         }
     }
     pdl_wait();
+    const double rsp = act_rs_begin(a, lane);
     for (int row0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R; row0 < n_out; row0 += gridDim.x * WARPS * R) {
         const uint8_t *wr[2 * R];
 #pragma unroll
@@ -720,12 +743,13 @@ gemv_q8_glu(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size
         }
         float acc[NT][2 * R];
         dot_rows<F, 2 * R, U, NT>(wr, a, t0, n_in, lane, acc);
+        const float rs = act_rs_end(rsp);
 #pragma unroll
         for (int t = 0; t < NT; t++)
 #pragma unroll
             for (int r = 0; r < R; r++)
                 if (lane == t && t0 + t < a.n_tok && row0 + r < n_out)
-                    h[(size_t)(t0 + t) * h_stride + row0 + r] = glu_act(act, acc[t][r]) * acc[t][R + r];
+                    h[(size_t)(t0 + t) * h_stride + row0 + r] = glu_act(act, acc[t][r] * rs) * (acc[t][R + r] * rs);
     }
 }
 

@@ -48,10 +48,12 @@ __device__ float rms_inv(const float *x, int n, float eps) {
  * decode step (ncu on the H200): the row's passes ran one after another on
  * one SM; with the row spread over 1024 threads each pass is one load. */
 template <int PER_T>
-__global__ void __launch_bounds__(1024) add_norm_kernel(nib_cuda_norm_args a, int qs_stride) {
+__global__ void __launch_bounds__(1024) add_norm_kernel(nib_cuda_norm_args a, int qs_stride, size_t scale_off) {
     pdl_launch_dependents();
     pdl_wait();
     const int t = blockIdx.x, n = a.n, nt = blockDim.x;
+    if (a.act && t == 0 && threadIdx.x < ACT_SCALE_PARTS) /* no deferred norm (a block has >= 32 threads) */
+        ((act_scale *)((uint8_t *)a.act + scale_off))->part[threadIdx.x] = 0.0;
     float *x = a.x + (size_t)t * n;
     /* every load first (x, o, both norm weights): one memory round trip,
      * not one per step of the norm (norm weights are cold: a whole step of
@@ -108,6 +110,48 @@ __global__ void __launch_bounds__(1024) add_norm_kernel(nib_cuda_norm_args a, in
 
 #define NORM_MAX_PER_T 16
 
+/* The deferred norm of one row (nib_cuda_norm_args.defer): blocks of
+ * NORM_THREADS take runs of `per_block` elements, quantize x * w (without
+ * 1/rms: act_q8.cuh's act_scale) and leave their run's sum of squares in the
+ * trailer. No block waits for another, so the row is spread over several
+ * SMs; the single-block add_norm_kernel cost 3.9 us per norm at n = 4096
+ * inside a Llama-3-8B step (2.1 at 896), about its load-reduce-write chain
+ * on one SM. */
+__global__ void __launch_bounds__(NORM_THREADS) norm_q8_deferred(const float *__restrict__ x,
+                                                                 const float *__restrict__ w, int8_t *__restrict__ qs,
+                                                                 float2 *__restrict__ ds, act_scale *sc, int n,
+                                                                 float eps, int per_block) {
+    pdl_launch_dependents();
+    pdl_wait();
+    const int lo = blockIdx.x * per_block, hi = min(lo + per_block, n);
+    double ss = 0.0;
+    for (int i0 = lo; i0 < hi; i0 += NORM_THREADS) {
+        const int i = i0 + threadIdx.x; /* n % 32 == 0: whole warps are inside or past the row */
+        if (i < hi) {
+            const float v = x[i];
+            ss += (double)v * (double)v;
+            quantize_warp32(__fmul_rn(v, __ldg(w + i)), qs + i, ds + i / 32);
+        }
+    }
+    ss = block_sum_d(ss) / (double)n;
+    if (threadIdx.x == 0) sc->part[blockIdx.x] = blockIdx.x == 0 ? ss + (double)eps : ss;
+    if (blockIdx.x == 0 && threadIdx.x >= gridDim.x && threadIdx.x < ACT_SCALE_PARTS) sc->part[threadIdx.x] = 0.0;
+}
+
+static nib_status add_norm_deferred(const nib_cuda_norm_args *a, cudaStream_t st, nib_error *err) {
+    /* runs of whole warps, at most ACT_SCALE_PARTS of them */
+    int per_block = NORM_THREADS;
+    while (CEIL_DIV(a->n, per_block) > ACT_SCALE_PARTS) per_block += NORM_THREADS;
+    uint8_t *act = (uint8_t *)a->act;
+    const cudaError_t e =
+        pdl_launch(norm_q8_deferred, CEIL_DIV(a->n, per_block), NORM_THREADS, 0, st, (const float *)a->x, a->norm_w,
+                   (int8_t *)act, (float2 *)(act + cuda_act_qs_stride(a->n)),
+                   (act_scale *)(act + cuda_act_scale_off(a->n, 1)), a->n, a->eps, per_block);
+    char what[96];
+    snprintf(what, sizeof what, "launch of norm_q8_deferred (n %d)", a->n);
+    return cuda_launch_status(e, what, err);
+}
+
 extern "C" nib_status nib_cuda_add_norm(const nib_cuda_norm_args *a, void *stream, nib_error *err) {
     if (!a || !a->x || !a->norm_w || !a->xn || a->n_tok < 1 || a->n < 1 || (a->act && a->n % 32 != 0) ||
         a->n > 1024 * NORM_MAX_PER_T)
@@ -117,14 +161,22 @@ extern "C" nib_status nib_cuda_add_norm(const nib_cuda_norm_args *a, void *strea
     const int per_t = a->n <= 1024 ? 1 : a->n <= 2048 ? 2 : a->n <= 4096 ? 4 : a->n <= 8192 ? 8 : 16;
     const int threads = CEIL_DIV(CEIL_DIV(a->n, per_t), 32) * 32;
     const int qs_stride = (int)cuda_act_qs_stride(a->n);
+    const size_t so = cuda_act_scale_off(a->n, a->n_tok);
     cudaStream_t st = (cudaStream_t)stream;
+    if (a->defer) {
+        if (a->n_tok != 1 || a->o || !a->act)
+            return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_add_norm: a deferred norm takes one token, no residual "
+                                 "add and an activation buffer (%d tokens, o %s, act %s)", a->n_tok,
+                                 a->o ? "set" : "NULL", a->act ? "set" : "NULL");
+        return add_norm_deferred(a, st, err);
+    }
     cudaError_t e;
     switch (per_t) {
-    case 1: e = pdl_launch(add_norm_kernel<1>, a->n_tok, threads, 0, st, *a, qs_stride); break;
-    case 2: e = pdl_launch(add_norm_kernel<2>, a->n_tok, threads, 0, st, *a, qs_stride); break;
-    case 4: e = pdl_launch(add_norm_kernel<4>, a->n_tok, threads, 0, st, *a, qs_stride); break;
-    case 8: e = pdl_launch(add_norm_kernel<8>, a->n_tok, threads, 0, st, *a, qs_stride); break;
-    default: e = pdl_launch(add_norm_kernel<16>, a->n_tok, threads, 0, st, *a, qs_stride); break;
+    case 1: e = pdl_launch(add_norm_kernel<1>, a->n_tok, threads, 0, st, *a, qs_stride, so); break;
+    case 2: e = pdl_launch(add_norm_kernel<2>, a->n_tok, threads, 0, st, *a, qs_stride, so); break;
+    case 4: e = pdl_launch(add_norm_kernel<4>, a->n_tok, threads, 0, st, *a, qs_stride, so); break;
+    case 8: e = pdl_launch(add_norm_kernel<8>, a->n_tok, threads, 0, st, *a, qs_stride, so); break;
+    default: e = pdl_launch(add_norm_kernel<16>, a->n_tok, threads, 0, st, *a, qs_stride, so); break;
     }
     char what[96];
     snprintf(what, sizeof what, "launch of add_norm (n %d, %d tokens)", a->n, a->n_tok);

@@ -42,6 +42,7 @@ typedef struct gpu_layer {
     float *post_attn_norm, *post_ffn_norm;  /* (n_embd) or NULL */
     float *q_norm, *k_norm;            /* (hd_k) or NULL */
     float *bq, *bk, *bv;               /* or NULL */
+    bool attn_defer, ffn_defer;        /* one token's norm may defer its 1/rms to the projections (defer_ok) */
 } gpu_layer;
 
 /* decode graphs: bucket b covers positions < 256 << b */
@@ -84,6 +85,7 @@ struct nib_gpu {
     void *graphs_s[GPU_MAX_BUCKETS]; /* and with the sampler */
     uint64_t dev_bytes;
     bool have_out;
+    bool head_defer;                 /* the final norm may defer its 1/rms to the LM head */
 };
 
 /* ---- setup ------------------------------------------------------------------------ */
@@ -194,6 +196,17 @@ static nib_status check_coverage(const nib_model *m, nib_error *err) {
                          missing > 6 ? ", ..." : "");
 }
 
+/* A one-token norm may leave its 1/rms to the GEMVs that read it
+ * (nib_cuda_norm_args.defer) when every reader is a dp4a kernel: the float
+ * path reads xn, which a deferred norm does not write. */
+static bool defer_ok(const nib_weight *const *readers, int n) {
+    for (int i = 0; i < n; i++) {
+        const char *path = nib_cuda_gemv_path(readers[i]->type);
+        if (!path || strcmp(path, "dp4a") != 0) return false;
+    }
+    return true;
+}
+
 /* Bytes the model's weights take on the device, to refuse early and clearly. */
 static uint64_t matrix_bytes(const nib_weight *w) {
     size_t row = 0;
@@ -287,6 +300,13 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
             upload_vec(g, &l->k_norm, &L->k_norm, err) || upload_vec(g, &l->bq, &L->bq, err) ||
             upload_vec(g, &l->bk, &L->bk, err) || upload_vec(g, &l->bv, &L->bv, err))
             goto fail;
+        const nib_weight *qkv[] = {&l->wq, &l->wk, &l->wv}, *ffn[] = {&l->gate, &l->up};
+        L->attn_defer = defer_ok(qkv, 3);
+        L->ffn_defer = defer_ok(ffn, 2);
+    }
+    {
+        const nib_weight *head[] = {&m->output};
+        g->head_defer = defer_ok(head, 1);
     }
     if (!(g->k_cache = dev_alloc(g, kv_rows * (uint64_t)KR * 2, err)) ||
         !(g->v_cache = dev_alloc(g, kv_rows * (uint64_t)VR * 2, err)) ||
@@ -397,6 +417,7 @@ static nib_status ffn_block(nib_gpu *g, int il, int n, nib_error *err) {
     nib_cuda_norm_args na = {
         .x = g->x, .o = L->post_attn_norm ? g->o : NULL, .post_w = L->post_attn_norm, .norm_w = L->ffn_norm,
         .xn = g->xn, .act = g->act, .n_tok = n, .n = hp->n_embd, .eps = hp->norm_eps,
+        .defer = n == 1 && !L->post_attn_norm && L->ffn_defer,
     };
     TRY(nib_cuda_add_norm(&na, st, err));
     nib_cuda_glu glu = hp->ffn_act == NIB_FFN_GELU_TANH ? NIB_CUDA_GLU_GELU_TANH : NIB_CUDA_GLU_SILU;
@@ -415,6 +436,7 @@ static nib_status attn_norm(nib_gpu *g, int il, int n, nib_error *err) {
     nib_cuda_norm_args na = {
         .x = g->x, .o = prev_post ? g->o : NULL, .post_w = prev_post, .norm_w = g->layers[il].attn_norm,
         .xn = g->xn, .act = g->act, .n_tok = n, .n = hp->n_embd, .eps = hp->norm_eps,
+        .defer = n == 1 && !prev_post && g->layers[il].attn_defer,
     };
     return nib_cuda_add_norm(&na, g->stream, err);
 }
@@ -430,6 +452,7 @@ static nib_status head_row(nib_gpu *g, int r, bool pick, bool sample, nib_error 
     nib_cuda_norm_args na = {
         .x = g->x + r * E, .o = last_post ? g->o + r * E : NULL, .post_w = last_post, .norm_w = g->output_norm,
         .xn = g->xn, .act = g->act, .n_tok = 1, .n = (int)E, .eps = hp->norm_eps,
+        .defer = !last_post && g->head_defer,
     };
     TRY(nib_cuda_add_norm(&na, g->stream, err));
     uint64_t *key = (uint64_t *)(g->io_dev + IO_KEY);
