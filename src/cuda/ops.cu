@@ -50,21 +50,26 @@ __device__ float rms_inv(const float *x, int n, float eps) {
 template <int PER_T>
 __global__ void __launch_bounds__(1024) add_norm_kernel(nib_cuda_norm_args a, int qs_stride, size_t scale_off) {
     pdl_launch_dependents();
-    pdl_wait();
     const int t = blockIdx.x, n = a.n, nt = blockDim.x;
-    if (a.act && t == 0 && threadIdx.x < ACT_SCALE_PARTS) /* no deferred norm (a block has >= 32 threads) */
-        ((act_scale *)((uint8_t *)a.act + scale_off))->part[threadIdx.x] = 0.0;
     float *x = a.x + (size_t)t * n;
-    /* every load first (x, o, both norm weights): one memory round trip,
-     * not one per step of the norm (norm weights are cold: a whole step of
-     * weights streamed through L2 since this layer last ran) */
+    /* the norm weights before pdl_wait (they are cold: a whole step of
+     * weights streamed through L2 since this layer last ran, and do not
+     * depend on the kernel before), then the row: one round trip after the
+     * wait, not one per step of the norm */
     float xv[PER_T], wv[PER_T], pv[PER_T];
 #pragma unroll
     for (int k = 0; k < PER_T; k++) {
         const int i = k * nt + threadIdx.x;
-        xv[k] = i < n ? x[i] : 0.0f;
         wv[k] = i < n ? __ldg(a.norm_w + i) : 0.0f;
         pv[k] = i < n && a.post_w ? __ldg(a.post_w + i) : 0.0f;
+    }
+    pdl_wait();
+    if (a.act && t == 0 && threadIdx.x < ACT_SCALE_PARTS) /* no deferred norm (a block has >= 32 threads) */
+        ((act_scale *)((uint8_t *)a.act + scale_off))->part[threadIdx.x] = 0.0;
+#pragma unroll
+    for (int k = 0; k < PER_T; k++) {
+        const int i = k * nt + threadIdx.x;
+        xv[k] = i < n ? x[i] : 0.0f;
     }
     if (a.o) {
         const float *o = a.o + (size_t)t * n;
@@ -122,15 +127,17 @@ __global__ void __launch_bounds__(NORM_THREADS) norm_q8_deferred(const float *__
                                                                  float2 *__restrict__ ds, act_scale *sc, int n,
                                                                  float eps, int per_block) {
     pdl_launch_dependents();
-    pdl_wait();
     const int lo = blockIdx.x * per_block, hi = min(lo + per_block, n);
+    /* the first pass's norm weight before pdl_wait: a weight, cold in L2 */
+    const float w0 = lo + (int)threadIdx.x < hi ? __ldg(w + lo + threadIdx.x) : 0.0f;
+    pdl_wait();
     double ss = 0.0;
     for (int i0 = lo; i0 < hi; i0 += NORM_THREADS) {
         const int i = i0 + threadIdx.x; /* n % 32 == 0: whole warps are inside or past the row */
         if (i < hi) {
             const float v = x[i];
             ss += (double)v * (double)v;
-            quantize_warp32(__fmul_rn(v, __ldg(w + i)), qs + i, ds + i / 32);
+            quantize_warp32(__fmul_rn(v, i0 == lo ? w0 : __ldg(w + i)), qs + i, ds + i / 32);
         }
     }
     ss = block_sum_d(ss) / (double)n;
@@ -192,10 +199,9 @@ extern "C" nib_status nib_cuda_add_norm(const nib_cuda_norm_args *a, void *strea
 
 __global__ void qkv_rope_kernel(nib_cuda_qkv_args a) {
     pdl_launch_dependents();
-    pdl_wait();
     __shared__ float vec[QKV_MAX_HD];
     const int t = blockIdx.x, h = blockIdx.y;
-    const int p = *a.pos + t;
+    const int p = *a.pos + t; /* the io block is copied in before the step's first kernel */
     const bool is_q = h < a.n_head, is_k = !is_q && h < a.n_head + a.n_head_kv, is_v = !is_q && !is_k;
     const int hd = is_v ? a.hd_v : a.hd_k;
     const int kvh = is_q ? 0 : (is_k ? h - a.n_head : h - a.n_head - a.n_head_kv);
@@ -206,31 +212,58 @@ __global__ void qkv_rope_kernel(nib_cuda_qkv_args a) {
     if (is_q) src = a.q + (size_t)t * qs + (size_t)h * hd, bias = a.bq ? a.bq + (size_t)h * hd : NULL;
     else if (is_k) src = a.k + (size_t)t * ks + (size_t)kvh * hd, bias = a.bk ? a.bk + (size_t)kvh * hd : NULL;
     else src = a.v + (size_t)t * vs + (size_t)kvh * hd, bias = a.bv ? a.bv + (size_t)kvh * hd : NULL;
-    /* this thread's RoPE frequency, loaded with the head (one round trip) */
+    /* Before pdl_wait, while the projection still runs: what depends only
+     * on the position (this thread's rotation, when one pair per thread
+     * covers the head: nib_rope_table's base^(-2i/n_rot) from the host's
+     * table, the angle in double) and the bias. */
     const int half = a.n_rot / 2;
-    const double f_pre = a.inv_freq && !is_v && (int)threadIdx.x < half ? __ldg(a.inv_freq + threadIdx.x) : 0.0;
-    for (int i = threadIdx.x; i < hd; i += blockDim.x) vec[i] = bias ? __fadd_rn(src[i], bias[i]) : src[i];
+    const bool pre = a.inv_freq && !is_v && half <= (int)blockDim.x && (int)threadIdx.x < half;
+    float c_pre = 1.0f, s_pre = 0.0f;
+    if (pre) {
+        const double theta = (double)p / (double)a.rope_scale * __ldg(a.inv_freq + threadIdx.x);
+        c_pre = (float)cos(theta), s_pre = (float)sin(theta);
+    }
+    const float *nw = is_v ? NULL : (is_q ? a.q_norm : a.k_norm);
+    float b_pre[QKV_MAX_HD / QKV_THREADS], n_pre[QKV_MAX_HD / QKV_THREADS];
+#pragma unroll
+    for (int k = 0; k < QKV_MAX_HD / QKV_THREADS; k++) {
+        const int i = k * QKV_THREADS + (int)threadIdx.x;
+        b_pre[k] = bias && i < hd ? __ldg(bias + i) : 0.0f;
+        n_pre[k] = nw && i < hd ? __ldg(nw + i) : 0.0f;
+    }
+    pdl_wait();
+#pragma unroll
+    for (int k = 0; k < QKV_MAX_HD / QKV_THREADS; k++) {
+        const int i = k * QKV_THREADS + (int)threadIdx.x;
+        if (i < hd) vec[i] = bias ? __fadd_rn(src[i], b_pre[k]) : src[i];
+    }
     __syncthreads();
     if (!is_v) {
-        const float *nw = is_q ? a.q_norm : a.k_norm;
         if (nw) {
             const float inv = rms_inv(vec, hd, a.eps); /* its barriers order the reads before the writes */
-            for (int i = threadIdx.x; i < hd; i += blockDim.x) vec[i] = __fmul_rn(__fmul_rn(vec[i], inv), nw[i]);
+#pragma unroll
+            for (int k = 0; k < QKV_MAX_HD / QKV_THREADS; k++) {
+                const int i = k * QKV_THREADS + (int)threadIdx.x;
+                if (i < hd) vec[i] = __fmul_rn(__fmul_rn(vec[i], inv), n_pre[k]);
+            }
             __syncthreads();
         }
         for (int i = threadIdx.x; i < half; i += blockDim.x) {
             /* nib_rope_table: base^(-2i/n_rot) (from the host's table when
              * given: the same pow() as the CPU's, and no pow here) and the
              * angle in double */
-            double inv_freq;
-            if (a.inv_freq) {
-                inv_freq = i == (int)threadIdx.x ? f_pre : a.inv_freq[i];
-            } else {
-                inv_freq = pow((double)a.rope_base, -2.0 * i / (double)a.n_rot);
-                if (a.rope_freqs) inv_freq /= (double)a.rope_freqs[i];
+            float c = c_pre, s = s_pre;
+            if (!pre) {
+                double inv_freq;
+                if (a.inv_freq) {
+                    inv_freq = a.inv_freq[i];
+                } else {
+                    inv_freq = pow((double)a.rope_base, -2.0 * i / (double)a.n_rot);
+                    if (a.rope_freqs) inv_freq /= (double)a.rope_freqs[i];
+                }
+                const double theta = (double)p / (double)a.rope_scale * inv_freq;
+                c = (float)cos(theta), s = (float)sin(theta);
             }
-            const double theta = (double)p / (double)a.rope_scale * inv_freq;
-            const float c = (float)cos(theta), s = (float)sin(theta);
             const int ia = a.neox ? i : 2 * i, ib = a.neox ? i + half : 2 * i + 1;
             const float x0 = vec[ia], x1 = vec[ib];
             vec[ia] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
