@@ -39,6 +39,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "cuda/act_q8.cuh"
 #include "cuda/pdl.cuh"
 #include "quant/blocks.h"
@@ -121,12 +123,28 @@ __device__ __forceinline__ int byte_of3(const uint32_t (&w)[3], int k) {
  * block (xq: QK int8 quants, ds: QK/32 pairs (d, s)). Layout comments point at
  * the reference decoders in src/quant/, which these must agree with. */
 
+/* The formats that the one-token kernels may load ahead (load_ahead) split dot
+ * into load (the item's weight words: W) and dot_w (the arithmetic on them
+ * and the activations); dot is then the two in a row, the same operations. */
+#define FMT_DOT_FROM_W                                                                                        \
+    static __device__ __forceinline__ float dot(const uint8_t *b, int sub, const int8_t *xq, const float2 *ds) { \
+        return dot_w(load(b, sub), sub, xq, ds);                                                             \
+    }
+
 /* Q4_0, 18 bytes: d, qs[16]; byte j = element j (low nibble), j+16 (high); x = d (q - 8). */
 struct fmt_q4_0 {
     static constexpr int QK = 32, BYTES = 18, CH = 32;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int, const int8_t *xq, const float2 *ds) {
+    static constexpr bool LOAD_AHEAD = true;
+    struct W {
         uint32_t w[5];
-        load_words(b, w);
+    };
+    static __device__ __forceinline__ W load(const uint8_t *b, int) {
+        W r;
+        load_words(b, r.w);
+        return r;
+    }
+    static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
+        const uint32_t(&w)[5] = r.w;
         int a[8];
         load_act32(xq, a);
         int sumi = 0;
@@ -139,14 +157,23 @@ struct fmt_q4_0 {
         const float2 s = __ldg(ds);
         return h2f(w[0]) * (s.x * (float)sumi - 8.0f * s.y);
     }
+    FMT_DOT_FROM_W
 };
 
 /* Q4_1, 20 bytes: d, m, qs[16]; x = d q + m. */
 struct fmt_q4_1 {
     static constexpr int QK = 32, BYTES = 20, CH = 32;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int, const int8_t *xq, const float2 *ds) {
+    static constexpr bool LOAD_AHEAD = true;
+    struct W {
         uint32_t w[5];
-        load_words_a4(b, w);
+    };
+    static __device__ __forceinline__ W load(const uint8_t *b, int) {
+        W r;
+        load_words_a4(b, r.w);
+        return r;
+    }
+    static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
+        const uint32_t(&w)[5] = r.w;
         int a[8];
         load_act32(xq, a);
         int sumi = 0;
@@ -158,14 +185,23 @@ struct fmt_q4_1 {
         const float2 s = __ldg(ds);
         return h2f(w[0]) * s.x * (float)sumi + h2f(w[0] >> 16) * s.y;
     }
+    FMT_DOT_FROM_W
 };
 
 /* Q5_0, 22 bytes: d, qh[4] (bit j = bit 4 of element j), qs[16]; x = d (q - 16). */
 struct fmt_q5_0 {
     static constexpr int QK = 32, BYTES = 22, CH = 32;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int, const int8_t *xq, const float2 *ds) {
+    static constexpr bool LOAD_AHEAD = true;
+    struct W {
         uint32_t w[6];
-        load_words(b, w);
+    };
+    static __device__ __forceinline__ W load(const uint8_t *b, int) {
+        W r;
+        load_words(b, r.w);
+        return r;
+    }
+    static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
+        const uint32_t(&w)[6] = r.w;
         const uint32_t qh = __funnelshift_r(w[0], w[1], 16);
         int a[8];
         load_act32(xq, a);
@@ -181,14 +217,23 @@ struct fmt_q5_0 {
         const float2 s = __ldg(ds);
         return h2f(w[0]) * (s.x * (float)sumi - 16.0f * s.y);
     }
+    FMT_DOT_FROM_W
 };
 
 /* Q5_1, 24 bytes: d, m, qh[4], qs[16]; x = d q + m. */
 struct fmt_q5_1 {
     static constexpr int QK = 32, BYTES = 24, CH = 32;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int, const int8_t *xq, const float2 *ds) {
+    static constexpr bool LOAD_AHEAD = true;
+    struct W {
         uint32_t w[6];
-        load_words_a4(b, w);
+    };
+    static __device__ __forceinline__ W load(const uint8_t *b, int) {
+        W r;
+        load_words_a4(b, r.w);
+        return r;
+    }
+    static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
+        const uint32_t(&w)[6] = r.w;
         const uint32_t qh = w[1];
         int a[8];
         load_act32(xq, a);
@@ -204,14 +249,23 @@ struct fmt_q5_1 {
         const float2 s = __ldg(ds);
         return h2f(w[0]) * s.x * (float)sumi + h2f(w[0] >> 16) * s.y;
     }
+    FMT_DOT_FROM_W
 };
 
 /* Q8_0, 34 bytes: d, qs[32] int8; x = d q. */
 struct fmt_q8_0 {
     static constexpr int QK = 32, BYTES = 34, CH = 32;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int, const int8_t *xq, const float2 *ds) {
+    static constexpr bool LOAD_AHEAD = true;
+    struct W {
         uint32_t w[9];
-        load_words(b, w);
+    };
+    static __device__ __forceinline__ W load(const uint8_t *b, int) {
+        W r;
+        load_words(b, r.w);
+        return r;
+    }
+    static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
+        const uint32_t(&w)[9] = r.w;
         int a[8];
         load_act32(xq, a);
         int sumi = 0;
@@ -219,6 +273,7 @@ struct fmt_q8_0 {
         for (int k = 0; k < 8; k++) sumi = __dp4a((int)__funnelshift_r(w[k], w[k + 1], 16), a[k], sumi);
         return h2f(w[0]) * __ldg(&ds->x) * (float)sumi;
     }
+    FMT_DOT_FROM_W
 };
 
 /* IQ4_NL, 18 bytes: d, qs[16] as Q4_0 but each nibble indexes kvalues_iq4nl; x = d * kv[q]. */
@@ -280,12 +335,21 @@ __device__ __forceinline__ void scale_min_k4(int j, const uint32_t (&s)[3], int 
  * x = d sc q - dmin m. */
 struct fmt_q4_K {
     static constexpr int QK = 256, BYTES = 144, CH = 64;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
+    static constexpr bool LOAD_AHEAD = false; /* registers: see load_ahead */
+    struct W {
+        uint32_t q[8], hdr[1], s[3];
+    };
+    static __device__ __forceinline__ W load(const uint8_t *b, int c) {
+        W r;
         const uint4 q0 = __ldg((const uint4 *)(b + 16 + 32 * c)), q1 = __ldg((const uint4 *)(b + 32 + 32 * c));
-        const uint32_t q[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-        uint32_t hdr[1], s[3];
-        load_words_a4(b, hdr);
-        load_words_a4(b + 4, s);
+        r.q[0] = q0.x, r.q[1] = q0.y, r.q[2] = q0.z, r.q[3] = q0.w, r.q[4] = q1.x, r.q[5] = q1.y, r.q[6] = q1.z,
+        r.q[7] = q1.w;
+        load_words_a4(b, r.hdr);
+        load_words_a4(b + 4, r.s);
+        return r;
+    }
+    static __device__ __forceinline__ float dot_w(const W &r, int c, const int8_t *xq, const float2 *ds) {
+        const uint32_t(&q)[8] = r.q, (&hdr)[1] = r.hdr, (&s)[3] = r.s;
         int a[8], sum_lo = 0, sum_hi = 0;
         load_act32(xq + 64 * c, a);
 #pragma unroll
@@ -300,20 +364,31 @@ struct fmt_q4_K {
         return h2f(hdr[0]) * ((float)(sc0 * sum_lo) * d0.x + (float)(sc1 * sum_hi) * d1.x) -
                h2f(hdr[0] >> 16) * ((float)m0 * d0.y + (float)m1 * d1.y);
     }
+    FMT_DOT_FROM_W
 };
 
 /* Q5_K, 176 bytes: d, dmin, scales[12], qh[32], qs[128]. As Q4_K, plus bit 4
  * of element e in bit e/32 of qh[e%32]. */
 struct fmt_q5_K {
     static constexpr int QK = 256, BYTES = 176, CH = 64;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
+    static constexpr bool LOAD_AHEAD = false; /* registers: see load_ahead */
+    struct W {
+        uint32_t q[8], h[8], hdr[1], s[3];
+    };
+    static __device__ __forceinline__ W load(const uint8_t *b, int c) {
+        W r;
         const uint4 q0 = __ldg((const uint4 *)(b + 48 + 32 * c)), q1 = __ldg((const uint4 *)(b + 64 + 32 * c));
         const uint4 h0 = __ldg((const uint4 *)(b + 16)), h1 = __ldg((const uint4 *)(b + 32));
-        const uint32_t q[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-        const uint32_t h[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
-        uint32_t hdr[1], s[3];
-        load_words_a4(b, hdr);
-        load_words_a4(b + 4, s);
+        r.q[0] = q0.x, r.q[1] = q0.y, r.q[2] = q0.z, r.q[3] = q0.w, r.q[4] = q1.x, r.q[5] = q1.y, r.q[6] = q1.z,
+        r.q[7] = q1.w;
+        r.h[0] = h0.x, r.h[1] = h0.y, r.h[2] = h0.z, r.h[3] = h0.w, r.h[4] = h1.x, r.h[5] = h1.y, r.h[6] = h1.z,
+        r.h[7] = h1.w;
+        load_words_a4(b, r.hdr);
+        load_words_a4(b + 4, r.s);
+        return r;
+    }
+    static __device__ __forceinline__ float dot_w(const W &r, int c, const int8_t *xq, const float2 *ds) {
+        const uint32_t(&q)[8] = r.q, (&h)[8] = r.h, (&hdr)[1] = r.hdr, (&s)[3] = r.s;
         int a[8], sum_lo = 0, sum_hi = 0;
         load_act32(xq + 64 * c, a);
 #pragma unroll
@@ -334,6 +409,7 @@ struct fmt_q5_K {
         return h2f(hdr[0]) * ((float)(sc0 * sum_lo) * d0.x + (float)(sc1 * sum_hi) * d1.x) -
                h2f(hdr[0] >> 16) * ((float)m0 * d0.y + (float)m1 * d1.y);
     }
+    FMT_DOT_FROM_W
 };
 
 /* Q6_K, 210 bytes: ql[128], qh[64], scales[16] int8, d. Item = 64 elements:
@@ -342,13 +418,24 @@ struct fmt_q5_K {
  * high bits qh[32hh + l] bits 2p.. and 2p+4..). x = d sc (q - 32), sc per 16. */
 struct fmt_q6_K {
     static constexpr int QK = 256, BYTES = 210, CH = 64;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
-        const int hh = c >> 1, p = c & 1;
+    static constexpr bool LOAD_AHEAD = false; /* registers: see load_ahead */
+    struct W {
         uint32_t ql[8], qh[8], sc[2];
-        load_words(b + 64 * hh + 32 * p, ql);
-        load_words(b + 128 + 32 * hh, qh);
-        load_words(b + 192 + 8 * hh, sc);
-        const float d = h2f(__ldg((const unsigned short *)(b + 208)));
+        float d;
+    };
+    static __device__ __forceinline__ W load(const uint8_t *b, int c) {
+        W r;
+        const int hh = c >> 1, p = c & 1;
+        load_words(b + 64 * hh + 32 * p, r.ql);
+        load_words(b + 128 + 32 * hh, r.qh);
+        load_words(b + 192 + 8 * hh, r.sc);
+        r.d = h2f(__ldg((const unsigned short *)(b + 208)));
+        return r;
+    }
+    static __device__ __forceinline__ float dot_w(const W &r, int c, const int8_t *xq, const float2 *ds) {
+        const int hh = c >> 1, p = c & 1;
+        const uint32_t(&ql)[8] = r.ql, (&qh)[8] = r.qh, (&sc)[2] = r.sc;
+        const float d = r.d;
         int a[8];
         float acc = 0.0f;
 #pragma unroll
@@ -370,6 +457,7 @@ struct fmt_q6_K {
         }
         return d * acc;
     }
+    FMT_DOT_FROM_W
 };
 
 /* Q3_K scale of 16-element sub-block j = 8hh + i (i = 0..7, a compile-time
@@ -580,9 +668,53 @@ __device__ __forceinline__ float act_rs_end(double s) {
  * same weight words, which the compiler loads once (__ldg loads are pure), as
  * the R rows share the activation loads. Lanes add their items in index
  * order whatever U, R and NT are, so every variant gives the same bits. */
+/* Loading ahead. A one-token GEMV's weights do not depend on the kernel
+ * before it, so its warps load their first pass of weight words (the U items
+ * of each of the R rows that dot_rows would load first) into registers before
+ * pdl_wait(): under programmatic dependent launch the loads overlap that
+ * kernel's tail, and after the wait only the activations' (L2-resident) load
+ * is left on the chain. Registers, not a cache: an L2 or L1 prefetch of the
+ * same rows made Llama-3-8B 6-9% slower (bench/gpu-decode-notes.md v12),
+ * most likely evicted before use while the kernel before ran. For the
+ * formats that split dot into load and dot_w (FMT_DOT_FROM_W) and set
+ * LOAD_AHEAD. Measured on the H200 (v12): Llama-3-8B Q4_0 469 -> 501 t/s,
+ * Qwen2.5-0.5B Q8_0 1512 -> 1631; the K-quants' words (12-19 per item, U x R
+ * items held across the wait) took the Q4_K/Q6_K kernels from 64-72 to
+ * 80-255 registers and Llama-3-8B Q4_K_M from 387 to 359 t/s, so they load
+ * after the wait as before. */
+template <class F, class = void>
+struct has_w : std::false_type {};
+template <class F>
+struct has_w<F, std::void_t<typename F::W>> : std::bool_constant<F::LOAD_AHEAD> {};
+
+template <class F, int R, int U, bool ON = has_w<F>::value>
+struct ahead {  /* no ahead loads: the formats without W */
+    static constexpr bool on = false;
+};
+template <class F, int R, int U>
+struct ahead<F, R, U, true> {
+    static constexpr bool on = true;
+    typename F::W w[U][R];
+};
+
+/* the items dot_rows takes in its first pass, as it clamps them */
+template <class F, int R, int U, int LANES>
+__device__ __forceinline__ void load_ahead(const uint8_t *const (&wr)[R], int n_in, int lane, ahead<F, R, U> &pre) {
+    if constexpr (ahead<F, R, U>::on) {
+        constexpr int IPB = F::QK / F::CH;
+        const int n_items = n_in / F::CH;
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int i = lane + LANES * u, ii = i < n_items ? i : n_items - 1;
+#pragma unroll
+            for (int r = 0; r < R; r++) pre.w[u][r] = F::load(wr[r] + (size_t)(ii / IPB) * F::BYTES, ii % IPB);
+        }
+    }
+}
+
 template <class F, int R, int U, int NT, int LANES = 32>
 __device__ __forceinline__ void dot_rows(const uint8_t *const (&wr)[R], const act_q8 &a, int t0, int n_in, int lane,
-                                         float (&acc)[NT][R]) {
+                                         float (&acc)[NT][R], const ahead<F, R, U> &pre, bool use_pre) {
     /* LANES > 32: several warps share the rows (lane counts 0..LANES-1
      * across them, each warp's sum is its part of the dot; the kernel lab's
      * split-K variants) */
@@ -598,7 +730,24 @@ __device__ __forceinline__ void dot_rows(const uint8_t *const (&wr)[R], const ac
 #pragma unroll
         for (int r = 0; r < R; r++) acc[t][r] = 0.0f;
     }
-    for (int base = lane; base < n_items; base += LANES * U) {
+    int base = lane;
+    if constexpr (ahead<F, R, U>::on && NT == 1) {
+        if (use_pre) { /* the first pass, on the words loaded ahead */
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int i = base + LANES * u;
+                const bool ok = i < n_items;
+                const int ib = (ok ? i : n_items - 1) / IPB, sub = (ok ? i : n_items - 1) % IPB;
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const float v = F::dot_w(pre.w[u][r], sub, xq[0] + (size_t)ib * F::QK, xds[0] + (size_t)ib * (F::QK / 32));
+                    acc[0][r] += ok ? v : 0.0f;
+                }
+            }
+            base += LANES * U;
+        }
+    }
+    for (; base < n_items; base += LANES * U) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int i = base + LANES * u;
@@ -633,21 +782,27 @@ gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__rest
         int n_out, int add, unsigned long long *best) {
     pdl_launch_dependents();
     const int lane = threadIdx.x & 31, t0 = blockIdx.y * NT;
-    {
-        const int first = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R;
-        if (first < n_out && (size_t)n_out * row_bytes <= PREFETCH_MAX_BYTES)
-            prefetch_rows_l2(W + (size_t)first * row_bytes, (size_t)min(R, n_out - first) * row_bytes, lane);
+    const int first = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R;
+    constexpr bool AHEAD = ahead<F, R, U>::on && NT == 1;
+    ahead<F, R, U> pre;
+    if (AHEAD) {
+        const uint8_t *wr[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) wr[r] = W + (size_t)min(first + r, n_out - 1) * row_bytes;
+        if (first < n_out) load_ahead<F, R, U, 32>(wr, n_in, lane, pre);
+    } else if (!AHEAD && first < n_out && (size_t)n_out * row_bytes <= PREFETCH_MAX_BYTES) {
+        prefetch_rows_l2(W + (size_t)first * row_bytes, (size_t)min(R, n_out - first) * row_bytes, lane);
     }
     pdl_wait();
     const double rsp = act_rs_begin(a, lane);
     unsigned long long mine = 0;
-    for (int row0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R; row0 < n_out; row0 += gridDim.x * WARPS * R) {
+    auto group = [&](int row0, bool use_pre) {
         const uint8_t *wr[R];
 #pragma unroll
         for (int r = 0; r < R; r++) /* a row past the end repeats the last one; its result is not stored */
             wr[r] = W + (size_t)min(row0 + r, n_out - 1) * row_bytes;
         float acc[NT][R];
-        dot_rows<F, R, U, NT>(wr, a, t0, n_in, lane, acc);
+        dot_rows<F, R, U, NT>(wr, a, t0, n_in, lane, acc, pre, use_pre);
         const float rs = act_rs_end(rsp);
 #pragma unroll
         for (int t = 0; t < NT; t++)
@@ -660,7 +815,11 @@ gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__rest
                     const unsigned long long k = row_key(*p, row0 + r);
                     mine = k > mine ? k : mine;
                 }
-    }
+    };
+    /* the first row group apart, so the words loaded ahead die with it */
+    int row0 = first;
+    if (AHEAD && row0 < n_out) group(row0, true), row0 += gridDim.x * WARPS * R;
+    for (; row0 < n_out; row0 += gridDim.x * WARPS * R) group(row0, false);
     if (best) block_offer_best(best, mine);
 }
 
@@ -681,21 +840,29 @@ gemv_q8_ks(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__r
     constexpr int GROUPS = WARPS / KS;
     pdl_launch_dependents();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, group = warp / KS, k = warp % KS;
-    {
-        const int first = blockIdx.x * GROUPS * R + group * R;
+    const int base_first = blockIdx.x * GROUPS * R;
+    constexpr bool AHEAD = ahead<F, R, U>::on;
+    ahead<F, R, U> pre;
+    if (AHEAD) {
+        const uint8_t *wr[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) wr[r] = W + (size_t)min(base_first + group * R + r, n_out - 1) * row_bytes;
+        if (base_first < n_out) load_ahead<F, R, U, 32 * KS>(wr, n_in, k * 32 + lane, pre);
+    } else if (!AHEAD) {
+        const int first = base_first + group * R;
         if (k == 0 && first < n_out && (size_t)n_out * row_bytes <= PREFETCH_MAX_BYTES)
             prefetch_rows_l2(W + (size_t)first * row_bytes, (size_t)min(R, n_out - first) * row_bytes, lane);
     }
     pdl_wait();
     const double rsp = act_rs_begin(a, lane);
     __shared__ float part[WARPS][R];
-    for (int base_row = blockIdx.x * GROUPS * R; base_row < n_out; base_row += gridDim.x * GROUPS * R) {
+    auto rows = [&](int base_row, bool use_pre) {
         const int row0 = base_row + group * R;
         const uint8_t *wr[R];
 #pragma unroll
         for (int r = 0; r < R; r++) wr[r] = W + (size_t)min(row0 + r, n_out - 1) * row_bytes;
         float acc[1][R];
-        dot_rows<F, R, U, 1, 32 * KS>(wr, a, 0, n_in, k * 32 + lane, acc);
+        dot_rows<F, R, U, 1, 32 * KS>(wr, a, 0, n_in, k * 32 + lane, acc, pre, use_pre);
         if (lane == 0)
 #pragma unroll
             for (int r = 0; r < R; r++) part[warp][r] = acc[0][r];
@@ -710,7 +877,11 @@ gemv_q8_ks(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__r
             *p = add ? *p + v : v;
         }
         __syncthreads();
-    }
+    };
+    /* the first row group apart, so the words loaded ahead die with it */
+    int base_row = base_first;
+    if (AHEAD && base_row < n_out) rows(base_row, true), base_row += gridDim.x * GROUPS * R;
+    for (; base_row < n_out; base_row += gridDim.x * GROUPS * R) rows(base_row, false);
 }
 
 /* The gated feed-forward's first half in one pass: h[t][row] =
@@ -723,17 +894,25 @@ gemv_q8_glu(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size
             float *__restrict__ h, int h_stride, int n_in, int n_out, int act) {
     pdl_launch_dependents();
     const int lane = threadIdx.x & 31, t0 = blockIdx.y * NT;
-    {
-        const int first = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R;
-        if (first < n_out && 2 * (size_t)n_out * row_bytes <= PREFETCH_MAX_BYTES) {
-            const size_t bytes = (size_t)min(R, n_out - first) * row_bytes;
-            prefetch_rows_l2(Wg + (size_t)first * row_bytes, bytes, lane);
-            prefetch_rows_l2(Wu + (size_t)first * row_bytes, bytes, lane);
+    const int first = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R;
+    constexpr bool AHEAD = ahead<F, 2 * R, U>::on && NT == 1;
+    ahead<F, 2 * R, U> pre;
+    if (AHEAD) {
+        const uint8_t *wr[2 * R];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const size_t off = (size_t)min(first + r, n_out - 1) * row_bytes;
+            wr[r] = Wg + off, wr[R + r] = Wu + off;
         }
+        if (first < n_out) load_ahead<F, 2 * R, U, 32>(wr, n_in, lane, pre);
+    } else if (!AHEAD && first < n_out && 2 * (size_t)n_out * row_bytes <= PREFETCH_MAX_BYTES) {
+        const size_t bytes = (size_t)min(R, n_out - first) * row_bytes;
+        prefetch_rows_l2(Wg + (size_t)first * row_bytes, bytes, lane);
+        prefetch_rows_l2(Wu + (size_t)first * row_bytes, bytes, lane);
     }
     pdl_wait();
     const double rsp = act_rs_begin(a, lane);
-    for (int row0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R; row0 < n_out; row0 += gridDim.x * WARPS * R) {
+    auto group = [&](int row0, bool use_pre) {
         const uint8_t *wr[2 * R];
 #pragma unroll
         for (int r = 0; r < R; r++) {
@@ -742,7 +921,7 @@ gemv_q8_glu(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size
             wr[R + r] = Wu + off;
         }
         float acc[NT][2 * R];
-        dot_rows<F, 2 * R, U, NT>(wr, a, t0, n_in, lane, acc);
+        dot_rows<F, 2 * R, U, NT>(wr, a, t0, n_in, lane, acc, pre, use_pre);
         const float rs = act_rs_end(rsp);
 #pragma unroll
         for (int t = 0; t < NT; t++)
@@ -750,7 +929,11 @@ gemv_q8_glu(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size
             for (int r = 0; r < R; r++)
                 if (lane == t && t0 + t < a.n_tok && row0 + r < n_out)
                     h[(size_t)(t0 + t) * h_stride + row0 + r] = glu_act(act, acc[t][r] * rs) * (acc[t][R + r] * rs);
-    }
+    };
+    /* the first row group apart, so the words loaded ahead die with it */
+    int row0 = first;
+    if (AHEAD && row0 < n_out) group(row0, true), row0 += gridDim.x * WARPS * R;
+    for (; row0 < n_out; row0 += gridDim.x * WARPS * R) group(row0, false);
 }
 
 /* F16 / BF16 weights against float x: each lane reads 8 weights (16 bytes)
