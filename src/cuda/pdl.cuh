@@ -5,8 +5,14 @@
  * attribute, the next kernel's blocks are scheduled as soon as every block of
  * the running one has called pdl_launch_dependents(); they then wait in
  * pdl_wait() until the running kernel has finished and its writes are
- * visible. So every kernel of the step calls both, first thing, before it
- * touches memory: the overlap is launch and scheduling only, never data.
+ * visible. So every kernel of the step calls pdl_launch_dependents() first.
+ * Before pdl_wait() a kernel may read only what no kernel of the step writes
+ * (weights, norm and RoPE tables, the io block's position: it is copied in
+ * before the step's first kernel) and compute from it; that work then
+ * overlaps the kernel before, which is worth more than it looks: a cold load
+ * after the wait puts a whole memory round trip on the step's chain
+ * (bench/gpu-decode-notes.md, v11-v12). Anything an earlier kernel of the
+ * step writes is read after the wait.
  *
  * Below sm_90 (and when a kernel is launched without the attribute) both
  * calls are no-ops, and the launch attribute is ignored by older devices. */
