@@ -123,26 +123,29 @@ __device__ __forceinline__ int byte_of3(const uint32_t (&w)[3], int k) {
  * block (xq: QK int8 quants, ds: QK/32 pairs (d, s)). Layout comments point at
  * the reference decoders in src/quant/, which these must agree with. */
 
-/* The formats that the one-token kernels may load ahead (load_ahead) split dot
- * into load (the item's weight words: W) and dot_w (the arithmetic on them
- * and the activations); dot is then the two in a row, the same operations. */
-#define FMT_DOT_FROM_W                                                                                        \
-    static __device__ __forceinline__ float dot(const uint8_t *b, int sub, const int8_t *xq, const float2 *ds) { \
-        return dot_w(load(b, sub), sub, xq, ds);                                                             \
-    }
-
-/* Q4_0, 18 bytes: d, qs[16]; byte j = element j (low nibble), j+16 (high); x = d (q - 8). */
-struct fmt_q4_0 {
-    static constexpr int QK = 32, BYTES = 18, CH = 32;
-    static constexpr bool LOAD_AHEAD = true;
+/* The legacy formats' item is their whole block, N words from its start
+ * (A4: blocks 4-byte aligned). They split dot into load (the item's weight
+ * words: W) and dot_w (the arithmetic on them and the activations), so the
+ * one-token kernels can load ahead (load_ahead); dot is the two in a row. */
+template <class F, int N, bool A4>
+struct words_block {
     struct W {
-        uint32_t w[5];
+        uint32_t w[N];
     };
     static __device__ __forceinline__ W load(const uint8_t *b, int) {
         W r;
-        load_words(b, r.w);
+        if constexpr (A4) load_words_a4(b, r.w);
+        else load_words(b, r.w);
         return r;
     }
+    static __device__ __forceinline__ float dot(const uint8_t *b, int sub, const int8_t *xq, const float2 *ds) {
+        return F::dot_w(load(b, sub), sub, xq, ds);
+    }
+};
+
+/* Q4_0, 18 bytes: d, qs[16]; byte j = element j (low nibble), j+16 (high); x = d (q - 8). */
+struct fmt_q4_0 : words_block<fmt_q4_0, 5, false> {
+    static constexpr int QK = 32, BYTES = 18, CH = 32;
     static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
         const uint32_t(&w)[5] = r.w;
         int a[8];
@@ -157,21 +160,11 @@ struct fmt_q4_0 {
         const float2 s = __ldg(ds);
         return h2f(w[0]) * (s.x * (float)sumi - 8.0f * s.y);
     }
-    FMT_DOT_FROM_W
 };
 
 /* Q4_1, 20 bytes: d, m, qs[16]; x = d q + m. */
-struct fmt_q4_1 {
+struct fmt_q4_1 : words_block<fmt_q4_1, 5, true> {
     static constexpr int QK = 32, BYTES = 20, CH = 32;
-    static constexpr bool LOAD_AHEAD = true;
-    struct W {
-        uint32_t w[5];
-    };
-    static __device__ __forceinline__ W load(const uint8_t *b, int) {
-        W r;
-        load_words_a4(b, r.w);
-        return r;
-    }
     static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
         const uint32_t(&w)[5] = r.w;
         int a[8];
@@ -185,21 +178,11 @@ struct fmt_q4_1 {
         const float2 s = __ldg(ds);
         return h2f(w[0]) * s.x * (float)sumi + h2f(w[0] >> 16) * s.y;
     }
-    FMT_DOT_FROM_W
 };
 
 /* Q5_0, 22 bytes: d, qh[4] (bit j = bit 4 of element j), qs[16]; x = d (q - 16). */
-struct fmt_q5_0 {
+struct fmt_q5_0 : words_block<fmt_q5_0, 6, false> {
     static constexpr int QK = 32, BYTES = 22, CH = 32;
-    static constexpr bool LOAD_AHEAD = true;
-    struct W {
-        uint32_t w[6];
-    };
-    static __device__ __forceinline__ W load(const uint8_t *b, int) {
-        W r;
-        load_words(b, r.w);
-        return r;
-    }
     static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
         const uint32_t(&w)[6] = r.w;
         const uint32_t qh = __funnelshift_r(w[0], w[1], 16);
@@ -217,21 +200,11 @@ struct fmt_q5_0 {
         const float2 s = __ldg(ds);
         return h2f(w[0]) * (s.x * (float)sumi - 16.0f * s.y);
     }
-    FMT_DOT_FROM_W
 };
 
 /* Q5_1, 24 bytes: d, m, qh[4], qs[16]; x = d q + m. */
-struct fmt_q5_1 {
+struct fmt_q5_1 : words_block<fmt_q5_1, 6, true> {
     static constexpr int QK = 32, BYTES = 24, CH = 32;
-    static constexpr bool LOAD_AHEAD = true;
-    struct W {
-        uint32_t w[6];
-    };
-    static __device__ __forceinline__ W load(const uint8_t *b, int) {
-        W r;
-        load_words_a4(b, r.w);
-        return r;
-    }
     static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
         const uint32_t(&w)[6] = r.w;
         const uint32_t qh = w[1];
@@ -249,21 +222,11 @@ struct fmt_q5_1 {
         const float2 s = __ldg(ds);
         return h2f(w[0]) * s.x * (float)sumi + h2f(w[0] >> 16) * s.y;
     }
-    FMT_DOT_FROM_W
 };
 
 /* Q8_0, 34 bytes: d, qs[32] int8; x = d q. */
-struct fmt_q8_0 {
+struct fmt_q8_0 : words_block<fmt_q8_0, 9, false> {
     static constexpr int QK = 32, BYTES = 34, CH = 32;
-    static constexpr bool LOAD_AHEAD = true;
-    struct W {
-        uint32_t w[9];
-    };
-    static __device__ __forceinline__ W load(const uint8_t *b, int) {
-        W r;
-        load_words(b, r.w);
-        return r;
-    }
     static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
         const uint32_t(&w)[9] = r.w;
         int a[8];
@@ -273,7 +236,6 @@ struct fmt_q8_0 {
         for (int k = 0; k < 8; k++) sumi = __dp4a((int)__funnelshift_r(w[k], w[k + 1], 16), a[k], sumi);
         return h2f(w[0]) * __ldg(&ds->x) * (float)sumi;
     }
-    FMT_DOT_FROM_W
 };
 
 /* IQ4_NL, 18 bytes: d, qs[16] as Q4_0 but each nibble indexes kvalues_iq4nl; x = d * kv[q]. */
@@ -335,21 +297,12 @@ __device__ __forceinline__ void scale_min_k4(int j, const uint32_t (&s)[3], int 
  * x = d sc q - dmin m. */
 struct fmt_q4_K {
     static constexpr int QK = 256, BYTES = 144, CH = 64;
-    static constexpr bool LOAD_AHEAD = false; /* registers: see load_ahead */
-    struct W {
-        uint32_t q[8], hdr[1], s[3];
-    };
-    static __device__ __forceinline__ W load(const uint8_t *b, int c) {
-        W r;
+    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
         const uint4 q0 = __ldg((const uint4 *)(b + 16 + 32 * c)), q1 = __ldg((const uint4 *)(b + 32 + 32 * c));
-        r.q[0] = q0.x, r.q[1] = q0.y, r.q[2] = q0.z, r.q[3] = q0.w, r.q[4] = q1.x, r.q[5] = q1.y, r.q[6] = q1.z,
-        r.q[7] = q1.w;
-        load_words_a4(b, r.hdr);
-        load_words_a4(b + 4, r.s);
-        return r;
-    }
-    static __device__ __forceinline__ float dot_w(const W &r, int c, const int8_t *xq, const float2 *ds) {
-        const uint32_t(&q)[8] = r.q, (&hdr)[1] = r.hdr, (&s)[3] = r.s;
+        const uint32_t q[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+        uint32_t hdr[1], s[3];
+        load_words_a4(b, hdr);
+        load_words_a4(b + 4, s);
         int a[8], sum_lo = 0, sum_hi = 0;
         load_act32(xq + 64 * c, a);
 #pragma unroll
@@ -364,31 +317,20 @@ struct fmt_q4_K {
         return h2f(hdr[0]) * ((float)(sc0 * sum_lo) * d0.x + (float)(sc1 * sum_hi) * d1.x) -
                h2f(hdr[0] >> 16) * ((float)m0 * d0.y + (float)m1 * d1.y);
     }
-    FMT_DOT_FROM_W
 };
 
 /* Q5_K, 176 bytes: d, dmin, scales[12], qh[32], qs[128]. As Q4_K, plus bit 4
  * of element e in bit e/32 of qh[e%32]. */
 struct fmt_q5_K {
     static constexpr int QK = 256, BYTES = 176, CH = 64;
-    static constexpr bool LOAD_AHEAD = false; /* registers: see load_ahead */
-    struct W {
-        uint32_t q[8], h[8], hdr[1], s[3];
-    };
-    static __device__ __forceinline__ W load(const uint8_t *b, int c) {
-        W r;
+    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
         const uint4 q0 = __ldg((const uint4 *)(b + 48 + 32 * c)), q1 = __ldg((const uint4 *)(b + 64 + 32 * c));
         const uint4 h0 = __ldg((const uint4 *)(b + 16)), h1 = __ldg((const uint4 *)(b + 32));
-        r.q[0] = q0.x, r.q[1] = q0.y, r.q[2] = q0.z, r.q[3] = q0.w, r.q[4] = q1.x, r.q[5] = q1.y, r.q[6] = q1.z,
-        r.q[7] = q1.w;
-        r.h[0] = h0.x, r.h[1] = h0.y, r.h[2] = h0.z, r.h[3] = h0.w, r.h[4] = h1.x, r.h[5] = h1.y, r.h[6] = h1.z,
-        r.h[7] = h1.w;
-        load_words_a4(b, r.hdr);
-        load_words_a4(b + 4, r.s);
-        return r;
-    }
-    static __device__ __forceinline__ float dot_w(const W &r, int c, const int8_t *xq, const float2 *ds) {
-        const uint32_t(&q)[8] = r.q, (&h)[8] = r.h, (&hdr)[1] = r.hdr, (&s)[3] = r.s;
+        const uint32_t q[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+        const uint32_t h[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+        uint32_t hdr[1], s[3];
+        load_words_a4(b, hdr);
+        load_words_a4(b + 4, s);
         int a[8], sum_lo = 0, sum_hi = 0;
         load_act32(xq + 64 * c, a);
 #pragma unroll
@@ -409,7 +351,6 @@ struct fmt_q5_K {
         return h2f(hdr[0]) * ((float)(sc0 * sum_lo) * d0.x + (float)(sc1 * sum_hi) * d1.x) -
                h2f(hdr[0] >> 16) * ((float)m0 * d0.y + (float)m1 * d1.y);
     }
-    FMT_DOT_FROM_W
 };
 
 /* Q6_K, 210 bytes: ql[128], qh[64], scales[16] int8, d. Item = 64 elements:
@@ -418,24 +359,13 @@ struct fmt_q5_K {
  * high bits qh[32hh + l] bits 2p.. and 2p+4..). x = d sc (q - 32), sc per 16. */
 struct fmt_q6_K {
     static constexpr int QK = 256, BYTES = 210, CH = 64;
-    static constexpr bool LOAD_AHEAD = false; /* registers: see load_ahead */
-    struct W {
+    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
+        const int hh = c >> 1, p = c & 1;
         uint32_t ql[8], qh[8], sc[2];
-        float d;
-    };
-    static __device__ __forceinline__ W load(const uint8_t *b, int c) {
-        W r;
-        const int hh = c >> 1, p = c & 1;
-        load_words(b + 64 * hh + 32 * p, r.ql);
-        load_words(b + 128 + 32 * hh, r.qh);
-        load_words(b + 192 + 8 * hh, r.sc);
-        r.d = h2f(__ldg((const unsigned short *)(b + 208)));
-        return r;
-    }
-    static __device__ __forceinline__ float dot_w(const W &r, int c, const int8_t *xq, const float2 *ds) {
-        const int hh = c >> 1, p = c & 1;
-        const uint32_t(&ql)[8] = r.ql, (&qh)[8] = r.qh, (&sc)[2] = r.sc;
-        const float d = r.d;
+        load_words(b + 64 * hh + 32 * p, ql);
+        load_words(b + 128 + 32 * hh, qh);
+        load_words(b + 192 + 8 * hh, sc);
+        const float d = h2f(__ldg((const unsigned short *)(b + 208)));
         int a[8];
         float acc = 0.0f;
 #pragma unroll
@@ -457,7 +387,6 @@ struct fmt_q6_K {
         }
         return d * acc;
     }
-    FMT_DOT_FROM_W
 };
 
 /* Q3_K scale of 16-element sub-block j = 8hh + i (i = 0..7, a compile-time
@@ -658,16 +587,6 @@ __device__ __forceinline__ float act_rs_end(double s) {
     return s > 0.0 ? (float)(1.0 / sqrt(s)) : 1.0f; /* as ops.c's nib_rmsnorm: 1 / sqrt(ss / n + eps) */
 }
 
-/* The R rows' dots against NT activation rows, one fp32 partial per lane.
- * Each pass takes U items per lane; an item past the row's end is computed
- * on the row's last item (a valid address: its loads hit L1) and added as 0,
- * so the U items' loads carry no branch and the compiler issues all of them
- * before the first dot. (A guarded `#pragma unroll U` loop ran its remainder
- * one item at a time: a 4096-wide Q4_K row has 2 items per lane, so every row
- * took two dependent memory round trips.) The NT dots of an item read the
- * same weight words, which the compiler loads once (__ldg loads are pure), as
- * the R rows share the activation loads. Lanes add their items in index
- * order whatever U, R and NT are, so every variant gives the same bits. */
 /* Loading ahead. A one-token GEMV's weights do not depend on the kernel
  * before it, so its warps load their first pass of weight words (the U items
  * of each of the R rows that dot_rows would load first) into registers before
@@ -676,16 +595,15 @@ __device__ __forceinline__ float act_rs_end(double s) {
  * is left on the chain. Registers, not a cache: an L2 or L1 prefetch of the
  * same rows made Llama-3-8B 6-9% slower (bench/gpu-decode-notes.md v12),
  * most likely evicted before use while the kernel before ran. For the
- * formats that split dot into load and dot_w (FMT_DOT_FROM_W) and set
- * LOAD_AHEAD. Measured on the H200 (v12): Llama-3-8B Q4_0 469 -> 501 t/s,
- * Qwen2.5-0.5B Q8_0 1512 -> 1631; the K-quants' words (12-19 per item, U x R
- * items held across the wait) took the Q4_K/Q6_K kernels from 64-72 to
- * 80-255 registers and Llama-3-8B Q4_K_M from 387 to 359 t/s, so they load
- * after the wait as before. */
+ * formats that split dot into load and dot_w (words_block). Measured on the
+ * H200 (v12): Llama-3-8B Q4_0 469 -> 501 t/s, Qwen2.5-0.5B Q8_0 1512 -> 1631;
+ * the K-quants' words (12-19 per item, U x R items held across the wait) took
+ * the Q4_K/Q6_K kernels from 64-72 to 80-255 registers and Llama-3-8B Q4_K_M
+ * from 387 to 359 t/s, so they have no W and load after the wait as before. */
 template <class F, class = void>
 struct has_w : std::false_type {};
 template <class F>
-struct has_w<F, std::void_t<typename F::W>> : std::bool_constant<F::LOAD_AHEAD> {};
+struct has_w<F, std::void_t<typename F::W>> : std::true_type {};
 
 template <class F, int R, int U, bool ON = has_w<F>::value>
 struct ahead {  /* no ahead loads: the formats without W */
@@ -712,6 +630,16 @@ __device__ __forceinline__ void load_ahead(const uint8_t *const (&wr)[R], int n_
     }
 }
 
+/* The R rows' dots against NT activation rows, one fp32 partial per lane.
+ * Each pass takes U items per lane; an item past the row's end is computed
+ * on the row's last item (a valid address: its loads hit L1) and added as 0,
+ * so the U items' loads carry no branch and the compiler issues all of them
+ * before the first dot. (A guarded `#pragma unroll U` loop ran its remainder
+ * one item at a time: a 4096-wide Q4_K row has 2 items per lane, so every row
+ * took two dependent memory round trips.) The NT dots of an item read the
+ * same weight words, which the compiler loads once (__ldg loads are pure), as
+ * the R rows share the activation loads. Lanes add their items in index
+ * order whatever U, R and NT are, so every variant gives the same bits. */
 template <class F, int R, int U, int NT, int LANES = 32>
 __device__ __forceinline__ void dot_rows(const uint8_t *const (&wr)[R], const act_q8 &a, int t0, int n_in, int lane,
                                          float (&acc)[NT][R], const ahead<F, R, U> &pre, bool use_pre) {
@@ -740,7 +668,8 @@ __device__ __forceinline__ void dot_rows(const uint8_t *const (&wr)[R], const ac
                 const int ib = (ok ? i : n_items - 1) / IPB, sub = (ok ? i : n_items - 1) % IPB;
 #pragma unroll
                 for (int r = 0; r < R; r++) {
-                    const float v = F::dot_w(pre.w[u][r], sub, xq[0] + (size_t)ib * F::QK, xds[0] + (size_t)ib * (F::QK / 32));
+                    const float v = F::dot_w(pre.w[u][r], sub, xq[0] + (size_t)ib * F::QK,
+                                             xds[0] + (size_t)ib * (F::QK / 32));
                     acc[0][r] += ok ? v : 0.0f;
                 }
             }
