@@ -646,6 +646,11 @@ extern "C" size_t nib_cuda_attention_scratch_bytes(int n_tok, int n_head, int hd
     return (size_t)total;
 }
 
+/* attn_split is launched without programmatic dependent launch (its
+ * pdl_* calls are then no-ops, and the kernel after it still starts early):
+ * launched with it, the decode step was slower on every model measured
+ * (H200, tg128: Llama-3-8B Q4_K_M 384 -> 366 t/s, Qwen2.5-0.5B Q4_K_M 1462 ->
+ * 1322, Llama-3.2-1B 1239 -> 1183; bench/gpu-decode-notes.md, v13). */
 static nib_status attn_launch(const attn_params *p, const attn_row *r, cudaStream_t stream, nib_error *err) {
     const dim3 grid((unsigned)p->n_split, (unsigned)(p->n_head_kv * p->n_slices), (unsigned)p->n_tok);
     r->fn<<<grid, ATTN_THREADS, 0, stream>>>(*p);

@@ -47,7 +47,8 @@ struct nib_cuda_weight {
     size_t bytes;            /* row_bytes * n_out */
     uint8_t *dev;            /* (n_out, row_bytes) + 16 bytes of zero padding for over-reading loads */
     int grid;                /* thread blocks per GEMV launch, fixed at upload (gemv.cu) */
-    int grid_cap;            /* blocks the device holds at once: the persistent grid's size */
+    int grid_cap;            /* blocks of that kernel the device holds at once: its persistent grid's size */
+    int sms;                 /* the device's multiprocessors (other kernels' persistent grids) */
 };
 
 /* Activation scratch (nib_cuda_act_quantize): n_tok rows of n int8 quants,

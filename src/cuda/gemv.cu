@@ -23,6 +23,7 @@ typedef struct mm_args {
     float *y;                        /* (n_tok, n_out) */
     unsigned long long *best;        /* NULL, or the fused argmax's key (one token) */
     int n_tok, add, glu;
+    bool persistent;                 /* the format's row asks for a persistent grid (gemv_row) */
     cudaStream_t stream;
 } mm_args;
 
@@ -73,12 +74,45 @@ static unsigned persistent_grid(const nib_cuda_weight *w, int rows_per_block) {
     return (unsigned)(w->grid_cap > 0 && w->grid_cap < need ? w->grid_cap : need);
 }
 
-/* Split K (gemv_q8_ks) for one token's long rows, no fused argmax: KS = 2
- * when a row is at least 3 times as long as there are rows (Llama-3-8B's
- * down projection, 14336 x 4096), 4 from 5 times (Qwen2.5-0.5B's, 4864 x
- * 896): the lab's winners; shorter rows lose. Rows under 4096 (Gemma 3
- * 270M's 2048-wide down) keep the plain kernel: unmeasured there. The
- * formats that have it: KSP. */
+/* Blocks of kernel K an SM holds at once (GEMV_WARPS warps, no dynamic
+ * shared memory), asked once per process: the same for every device of one
+ * architecture, and only a grid size if not. */
+template <auto K>
+static int blocks_per_sm() {
+    static int n = 0;
+    if (n == 0) {
+        int b = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, K, GEMV_WARPS * 32, 0) != cudaSuccess || b < 1) {
+            (void)cudaGetLastError();
+            b = 1;
+        }
+        n = b;
+    }
+    return n;
+}
+
+/* The persistent grid of kernel K (not the format's plain kernel, whose
+ * occupancy grid_cap is): a grid of more blocks than fit leaves a second
+ * wave, one of fewer leaves some blocks a row group more than the rest.
+ * Llama-3-8B Q4_K_M's down projection (split K, 64 registers: 8 blocks an
+ * SM where the plain kernel's 70 fit 7) went 395 -> 412 t/s with it. */
+template <auto K>
+static unsigned grid_of(const nib_cuda_weight *w, int rows_per_block) {
+    const int64_t need = CEIL_DIV(w->n_out, rows_per_block), most = (int64_t)w->sms * blocks_per_sm<K>();
+    return (unsigned)(w->sms > 0 && most < need ? most : need);
+}
+
+/* Split K (gemv_q8_ks) for one token's long rows, no fused argmax: when a
+ * row is at least 3 times as long as there are rows (Llama-3-8B's down
+ * projection, 14336 x 4096), KS = 2 warps share a row, 4 from 5 times
+ * (Qwen2.5-0.5B's, 4864 x 896): the lab's winners; shorter rows lose. KS = 4
+ * also where 2 would leave a lane two passes of U items and the format does
+ * not load its first pass ahead (the K-quants): the second pass's round trip
+ * is then on the kernel's chain (Llama-3-8B Q4_K_M, whose 14336-wide rows are
+ * Q4_K and Q6_K: 385.6 -> 401.6 t/s; Q4_0, which loads ahead, lost 2% with
+ * KS = 4, and Llama-3.2-1B's 8192-wide rows, one pass at KS = 2, lost 5%).
+ * Rows under 4096 (Gemma 3 270M's 2048-wide down) keep the plain kernel:
+ * unmeasured there. The formats that have it: KSP. */
 template <class F, int R, int U, bool KSP>
 static cudaError_t launch_q8_ks(const mm_args *a, bool *taken) {
     *taken = false;
@@ -88,12 +122,14 @@ static cudaError_t launch_q8_ks(const mm_args *a, bool *taken) {
         if (a->n_tok != 1 || a->best || n_in < 3 * n_out || n_in < 4096) return cudaSuccess;
         *taken = true;
         constexpr int W = GEMV_WARPS, R2 = 2;
-        const bool ks4 = n_in >= 5 * n_out;
-        const unsigned grid = persistent_grid(w, (W / (ks4 ? 4 : 2)) * R2);
-        if (ks4)
-            return pdl_launch(gemv_q8_ks<F, W, R2, U, 4>, dim3(grid), dim3(W * 32), 0, a->stream, w->dev, w->row_bytes,
+        const bool two_passes = n_in / F::CH > 2 * 32 * U;
+        if (n_in >= 5 * n_out || (two_passes && !has_w<F>::value)) {
+            constexpr auto K = gemv_q8_ks<F, W, R2, U, 4>;
+            return pdl_launch(K, dim3(grid_of<K>(w, (W / 4) * R2)), dim3(W * 32), 0, a->stream, w->dev, w->row_bytes,
                               a->a, a->y, n_in, n_out, a->add);
-        return pdl_launch(gemv_q8_ks<F, W, R2, U, 2>, dim3(grid), dim3(W * 32), 0, a->stream, w->dev, w->row_bytes,
+        }
+        constexpr auto K = gemv_q8_ks<F, W, R2, U, 2>;
+        return pdl_launch(K, dim3(grid_of<K>(w, (W / 2) * R2)), dim3(W * 32), 0, a->stream, w->dev, w->row_bytes,
                           a->a, a->y, n_in, n_out, a->add);
     }
     (void)a;
@@ -107,15 +143,20 @@ static cudaError_t launch_q8(const mm_args *a) {
     bool taken = false;
     const cudaError_t ks = launch_q8_ks<F, R, U, KSP>(a, &taken);
     if (taken) return ks;
-    if (a->n_tok == 1 && n_in / F::CH >= 32 * U)
+    /* an LM head (rows for 4 passes of a persistent grid of 4-row warps):
+     * 4 rows per warp, one item each per pass, whatever the row length
+     * (Llama-3-8B, 4096-wide rows, R = 2 and U = 2 before: Q4_K_M 395 ->
+     * 400 t/s, Q4_0 512 -> 521, Qwen2.5-7B Q4_K_M 375 -> 377) */
+    constexpr auto K_SHORT = gemv_q8<F, GEMV_WARPS, SHORT_R, 1, 1>;
+    const bool tall = CEIL_DIV(n_out, GEMV_WARPS * SHORT_R) >= 4 * (int64_t)w->grid_cap;
+    if (a->n_tok == 1 && n_in / F::CH >= 32 * U && !tall)
         return pdl_launch(gemv_q8<F, GEMV_WARPS, R, U, 1>,
                           dim3(a->best ? persistent_grid(w, GEMV_WARPS * R) : (unsigned)w->grid),
                           dim3(GEMV_WARPS * 32), 0, a->stream, w->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out,
                           a->add, a->best);
     if (a->n_tok == 1 && CEIL_DIV(n_out, GEMV_WARPS * SHORT_R) >= w->grid_cap)
-        return pdl_launch(gemv_q8<F, GEMV_WARPS, SHORT_R, 1, 1>, dim3(persistent_grid(w, GEMV_WARPS * SHORT_R)),
-                          dim3(GEMV_WARPS * 32), 0, a->stream, w->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out,
-                          a->add, a->best);
+        return pdl_launch(K_SHORT, dim3(grid_of<K_SHORT>(w, GEMV_WARPS * SHORT_R)), dim3(GEMV_WARPS * 32), 0,
+                          a->stream, w->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->add, a->best);
     if (a->n_tok == 1) /* few short rows: as many warps as rows (896 x 896 on 4-row warps used 56 SMs) */
         return pdl_launch(gemv_q8<F, GEMV_WARPS, R, 1, 1>, dim3(w->grid), dim3(GEMV_WARPS * 32), 0, a->stream, w->dev,
                           w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->add, a->best);
@@ -129,12 +170,18 @@ template <class F, int R, int U>
 static cudaError_t launch_q8_glu(const mm_args *a) {
     const nib_cuda_weight *w = a->w;
     const int n_in = (int)w->n_in, n_out = (int)w->n_out;
-    if (a->n_tok == 1 && n_in / F::CH >= 32 * U)
-        return pdl_launch(gemv_q8_glu<F, GEMV_WARPS, R, U, 1>, dim3(w->grid), dim3(GEMV_WARPS * 32), 0, a->stream,
-                          w->dev, a->w_up->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->glu);
-    if (a->n_tok == 1)
-        return pdl_launch(gemv_q8_glu<F, GEMV_WARPS, R, 1, 1>, dim3(w->grid), dim3(GEMV_WARPS * 32), 0, a->stream,
-                          w->dev, a->w_up->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->glu);
+    if (a->n_tok == 1 && n_in / F::CH >= 32 * U) {
+        constexpr auto K = gemv_q8_glu<F, GEMV_WARPS, R, U, 1>;
+        const unsigned grid = a->persistent ? grid_of<K>(w, GEMV_WARPS * R) : (unsigned)w->grid;
+        return pdl_launch(K, dim3(grid), dim3(GEMV_WARPS * 32), 0, a->stream, w->dev, a->w_up->dev, w->row_bytes,
+                          a->a, a->y, n_out, n_in, n_out, a->glu);
+    }
+    if (a->n_tok == 1) {
+        constexpr auto K = gemv_q8_glu<F, GEMV_WARPS, R, 1, 1>;
+        const unsigned grid = a->persistent ? grid_of<K>(w, GEMV_WARPS * R) : (unsigned)w->grid;
+        return pdl_launch(K, dim3(grid), dim3(GEMV_WARPS * 32), 0, a->stream, w->dev, a->w_up->dev, w->row_bytes,
+                          a->a, a->y, n_out, n_in, n_out, a->glu);
+    }
     return pdl_launch(gemv_q8_glu<F, GEMV_WARPS, 1, 1, NT_BATCH>,
                       dim3(CEIL_DIV(n_out, GEMV_WARPS), CEIL_DIV(a->n_tok, NT_BATCH)), dim3(GEMV_WARPS * 32), 0,
                       a->stream, w->dev, a->w_up->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->glu);
@@ -281,6 +328,7 @@ bool cuda_gemv_plan(nib_cuda_weight *w, nib_error *err) {
     const int64_t need = CEIL_DIV(w->n_out, r->rows_per_block), most = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
     w->grid = (int)(r->persistent && most < need ? most : need);
     w->grid_cap = (int)most;
+    w->sms = sms;
     return true;
 }
 
@@ -340,7 +388,8 @@ static nib_status matmul(const nib_cuda_weight *w, const float *x, const void *a
     const gemv_row *r = row_get(w->type);
     nib_status s = check_mm(r, w, x, act, n_tok, y, err);
     if (s != NIB_OK) return s;
-    mm_args a = {w, NULL, x, act_view(act, w->n_in, n_tok), y, best, n_tok, add ? 1 : 0, GLU_NONE, (cudaStream_t)stream};
+    mm_args a = {w, NULL, x, act_view(act, w->n_in, n_tok), y, best, n_tok, add ? 1 : 0, GLU_NONE, r->persistent,
+                 (cudaStream_t)stream};
     return launch_failed(r->launch(&a), r->kernel, w, n_tok, err);
 }
 
@@ -368,7 +417,8 @@ extern "C" nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib
     if (s != NIB_OK) return s;
     const int act_kind = glu == NIB_CUDA_GLU_SILU ? GLU_SILU : GLU_GELU_TANH;
     if (gate->type == up->type && r->launch_glu) {
-        mm_args a = {gate, up, x, act_view(act, gate->n_in, n_tok), h, NULL, n_tok, 0, act_kind, (cudaStream_t)stream};
+        mm_args a = {gate, up, x, act_view(act, gate->n_in, n_tok), h, NULL, n_tok, 0, act_kind, r->persistent,
+                     (cudaStream_t)stream};
         return launch_failed(r->launch_glu(&a), r->kernel, gate, n_tok, err);
     }
     /* two products and an elementwise pass: formats that differ, or float weights */

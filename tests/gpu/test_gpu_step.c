@@ -27,6 +27,8 @@
  *    both sides; device cos/sin in double may differ by an ulp of a double,
  *    invisible after rounding to float in almost every case: bound 4 ulp.
  *  - argmax: the first maximum, NaN never wins.
+ *  - an LM head's shape (the 4-rows-per-warp kernel): bit for bit the
+ *    prompt path's outputs, and the fused argmax their first maximum.
  * Inputs are random normal, outputs poisoned with NaN before each launch.
  * Without a usable GPU: one skip with the reason. */
 #include <stdbool.h>
@@ -510,6 +512,60 @@ static void test_argmax(void) {
     }
 }
 
+/* An LM head's shape (4096-wide rows, more rows than 4 passes of a
+ * persistent grid of 4-row warps: 135,168 on a 132-SM device at 16 blocks an
+ * SM) takes the 4-rows-per-warp one-token kernel; its outputs must equal the
+ * prompt path's (8-token chunks, one row per warp) bit for bit, as the
+ * matmul_tokens rule says, and with the fused argmax the key must name the
+ * first maximum of those outputs. */
+static void test_tall_matrix(void) {
+    const nib_type types[] = {NIB_TYPE_Q4_0, NIB_TYPE_Q4_K, NIB_TYPE_Q6_K};
+    const int64_t n_in = 4096, n_out = 140000;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const nib_type t = types[ti];
+        nib_error err;
+        size_t rb = 0;
+        nib_row_bytes(t, n_in, &rb);
+        uint8_t *W = malloc(rb * (size_t)n_out);
+        random_rows(t, W, n_in, n_out);
+        nib_cuda_weight *w = NULL;
+        CHECK(nib_cuda_weight_upload(t, W, n_in, n_out, &w, &err) == NIB_OK, "upload %s: %s", nib_type_name(t), err.msg);
+        free(W);
+        if (!w) continue;
+        float *x = malloc(sizeof(float) * (size_t)(2 * n_in));
+        float *y1 = malloc(sizeof(float) * (size_t)n_out), *y2 = malloc(sizeof(float) * (size_t)(2 * n_out));
+        for (int64_t i = 0; i < n_in; i++) x[i] = x[n_in + i] = (float)rng_normal();
+        float *dx = dalloc(sizeof(float) * (size_t)(2 * n_in)), *dy = dalloc(sizeof(float) * (size_t)(2 * n_out));
+        void *act1 = dalloc(nib_cuda_act_bytes(n_in, 1)), *act2 = dalloc(nib_cuda_act_bytes(n_in, 2));
+        uint64_t *dk = dalloc(8), zero = 0, key = 0;
+        up(dx, x, sizeof(float) * (size_t)(2 * n_in)), up(dk, &zero, 8);
+        nib_cuda_fill_f32(dy, NAN, (size_t)(2 * n_out), &err);
+        nib_status s = nib_cuda_act_quantize(dx, n_in, 2, act2, NULL, &err);
+        if (s == NIB_OK) s = nib_cuda_matmul(w, dx, act2, 2, dy, false, NULL, &err);
+        down(y2, dy, sizeof(float) * (size_t)(2 * n_out));
+        nib_cuda_fill_f32(dy, NAN, (size_t)n_out, &err);
+        if (s == NIB_OK) s = nib_cuda_act_quantize(dx, n_in, 1, act1, NULL, &err);
+        if (s == NIB_OK) s = nib_cuda_matmul_argmax(w, dx, act1, dy, dk, NULL, &err);
+        CHECK(s == NIB_OK, "%s tall matmul: %s", nib_type_name(t), err.msg);
+        down(y1, dy, sizeof(float) * (size_t)n_out), down(&key, dk, 8);
+        int bad = 0;
+        int32_t want = 0;
+        for (int64_t i = 0; i < n_out; i++) {
+            if (!(y1[i] == y2[i]) && bad++ < 3)
+                fprintf(stderr, "  %s tall: y[%lld] = %.9g, prompt path %.9g\n", nib_type_name(t), (long long)i, y1[i],
+                        y2[i]);
+            if (y2[i] > y2[want]) want = (int32_t)i;
+        }
+        CHECK(bad == 0, "%s %lldx%lld: %d one-token outputs differ from the prompt path's", nib_type_name(t),
+              (long long)n_in, (long long)n_out, bad);
+        const int32_t got = key ? (int32_t)(0xFFFFFFFFu - (uint32_t)key) : -1;
+        CHECK(got == want, "%s tall matmul_argmax: %d, want %d", nib_type_name(t), got, want);
+        nib_cuda_weight_free(w);
+        nib_cuda_free(dx), nib_cuda_free(dy), nib_cuda_free(act1), nib_cuda_free(act2), nib_cuda_free(dk);
+        free(x), free(y1), free(y2);
+    }
+}
+
 int main(void) {
     if (!gpu_test_start("cuda")) return test_summary();
     rng_seed(4242);
@@ -519,5 +575,6 @@ int main(void) {
     RUN(test_deferred_norm);
     RUN(test_qkv_rope);
     RUN(test_argmax);
+    RUN(test_tall_matrix);
     return test_summary();
 }
