@@ -179,6 +179,45 @@ static void run_floor(const lab_ctx *c) {
     empty_kernel<<<CEIL_DIV(c->n_out, GEMV_WARPS), GEMV_WARPS * 32, 0, c->st>>>(0);
 }
 
+/* v4 (names "Q6_K/l16"): Q6_K with another item order. The library's item
+ * c is quarters p and p + 2 (p = c % 2) of half c / 2, all 32 positions l:
+ * the 4 lanes of a block read ql at offsets 0, 32, 64, 96, so each word
+ * load of a warp touches 4 sectors a block (32 an instruction), 9 times for
+ * ql. Here item c is half hh = c / 2, positions l in [16p, 16p + 16), all 4
+ * quarters: runs of 16 bytes at ql 64hh + 16p (quarters 0, 2), ql 64hh + 32
+ * + 16p (1, 3) and qh 32hh + 16p, so a block's 4 lanes touch 2 sectors an
+ * instruction, 5 loads a run, and one scale a quarter (sc[8hh + 2q + p]). */
+struct fmt_q6_K_l16 {
+    static constexpr int QK = 256, BYTES = 210, CH = 64;
+    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
+        const int hh = c >> 1, p = c & 1;
+        uint32_t qa[4], qb[4], qh[4], sc[2];
+        load_words(b + 64 * hh + 16 * p, qa);
+        load_words(b + 64 * hh + 32 + 16 * p, qb);
+        load_words(b + 128 + 32 * hh + 16 * p, qh);
+        load_words(b + 192 + 8 * hh, sc);
+        const float d = h2f(__ldg((const unsigned short *)(b + 208)));
+        float acc = 0.0f;
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const int8_t *xa = xq + 128 * hh + 32 * q + 16 * p;
+            const int4 av = __ldg((const int4 *)xa);
+            const int a[4] = {av.x, av.y, av.z, av.w};
+            int sum = 0;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const uint32_t lo = (q & 1) ? qb[k] : qa[k];
+                uint32_t v = ((lo >> (4 * (q >> 1))) & 0x0F0F0F0Fu) | (((qh[k] >> (2 * q)) & 0x03030303u) << 4);
+                v = __vsubss4(v, 0x20202020u);
+                sum = __dp4a((int)v, a[k], sum);
+            }
+            const int scl = (int)(int8_t)(sc[q >> 1] >> (8 * (2 * (q & 1) + p)));
+            acc += __ldg(&ds[4 * hh + q].x) * (float)(scl * sum);
+        }
+        return d * acc;
+    }
+};
+
 /* v3 (names "/ksK"): split K, the library's gemv_q8_ks (gemv_kernels.cuh). */
 template <class F, int W, int R, int U, int KS>
 static void run_q8_ksplit(const lab_ctx *c) {
@@ -240,6 +279,13 @@ static const variant variants[] = {
     V_TUNE2("MXFP4", fmt_mxfp4), V_TUNE2("Q5_0", fmt_q5_0),
     V_KSPLIT("Q4_0", fmt_q4_0, 4), V_KSPLIT("Q8_0", fmt_q8_0, 4), V_KSPLIT("Q4_K", fmt_q4_K, 2),
     V_KSPLIT("Q6_K", fmt_q6_K, 2),
+    /* v4 (argument "l16"): Q6_K's item order, against the library's order in each launch shape */
+    {"Q6_K/l16-lib", 256, 210, run_q8<fmt_q6_K, 4, 2, true, 2>},
+    {"Q6_K/l16", 256, 210, run_q8<fmt_q6_K_l16, 4, 2, true, 2>},
+    {"Q6_K/l16-lib/r4", 256, 210, run_q8<fmt_q6_K, 4, 4, true, 1>},
+    {"Q6_K/l16/r4", 256, 210, run_q8<fmt_q6_K_l16, 4, 4, true, 1>},
+    {"Q6_K/l16-lib/ks4", 256, 210, run_q8_ksplit<fmt_q6_K, 4, 2, 2, 4>},
+    {"Q6_K/l16/ks4", 256, 210, run_q8_ksplit<fmt_q6_K_l16, 4, 2, 2, 4>},
 };
 
 typedef struct lab_shape {
@@ -343,6 +389,45 @@ static double time_calls(lab_fn fn, lab_ctx *c, const uint8_t *base, size_t copy
     return best * 1e3 / calls;  /* microseconds per call */
 }
 
+/* v4's check: Q6_K/l16 against the library's Q6_K on the same random
+ * blocks (each d set to a finite scale). The sums differ only in their fp32
+ * order, so the outputs agree to ~1e-6 of the largest; a wrong nibble,
+ * bit or scale moves them by far more. */
+__global__ void q6k_set_d(uint8_t *W, size_t n_blocks) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_blocks; i += (size_t)gridDim.x * blockDim.x)
+        W[i * 210 + 208] = 0x1F, W[i * 210 + 209] = 0x21; /* fp16 0.0101 */
+}
+static void check_q6k_l16(float *x, int8_t *xq, float2 *xds, act_scale *sc, float *y, cudaStream_t st) {
+    const int k = 4096, n = 4096;
+    const size_t row_bytes = (size_t)(k / 256) * 210;
+    uint8_t *W;
+    float *y2;
+    CK(cudaMalloc(&W, row_bytes * n + 256));
+    CK(cudaMalloc(&y2, sizeof(float) * n));
+    fill_random<<<2048, 256>>>((uint32_t *)W, (row_bytes * n + 256) / 4, 77u);
+    q6k_set_d<<<1024, 256>>>(W, (size_t)n * (k / 256));
+    quantize_act_q8<<<CEIL_DIV(k, 256), 256>>>(x, xq, xds, k, 1, k, sc);
+    act_q8 a;
+    a.xq = xq, a.xds = xds, a.qs_stride = k, a.n_tok = 1, a.sc = sc;
+    gemv_q8<fmt_q6_K, 4, 2, 2, 1><<<n / 8, 128>>>(W, row_bytes, a, y, n, k, n, 0, (unsigned long long *)NULL);
+    gemv_q8<fmt_q6_K_l16, 4, 2, 2, 1><<<n / 8, 128>>>(W, row_bytes, a, y2, n, k, n, 0, (unsigned long long *)NULL);
+    CK_LAUNCH("q6k check");
+    float *h1 = (float *)malloc(sizeof(float) * n), *h2 = (float *)malloc(sizeof(float) * n);
+    CK(cudaMemcpy(h1, y, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h2, y2, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    double m = 0.0, dmax = 0.0;
+    for (int i = 0; i < n; i++) {
+        m = fmax(m, fabs(h1[i]));
+        dmax = fmax(dmax, fabs((double)h1[i] - h2[i]));
+    }
+    printf("Q6_K/l16 check (4096x4096): max |lib - l16| = %.3g of max |y| %.3g (%s)\n", dmax, m,
+           dmax <= 1e-5 * m ? "agree" : "DIFFER");
+    free(h1), free(h2);
+    CK(cudaFree(W));
+    CK(cudaFree(y2));
+    (void)st;
+}
+
 int main(int argc, char **argv) {
     const char *out_path = argc > 1 ? argv[1] : NULL;
     cudaDeviceProp prop;
@@ -381,6 +466,11 @@ int main(int argc, char **argv) {
     CK(cudaMalloc(&sc, sizeof(act_scale)));
     fill_x<<<CEIL_DIV(max_k, 256), 256>>>(x, max_k);
     CK_LAUNCH("fill_x");
+    for (int a = 2; a < argc; a++)
+        if (strstr(argv[a], "l16")) {
+            check_q6k_l16(x, xq, xds, sc, y, st);
+            break;
+        }
 
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         const variant *var = &variants[v];

@@ -11,6 +11,8 @@
  * against the scalar reference on the next GPU run. */
 #include <stdio.h>
 
+#include <atomic>
+
 #include "cuda/cuda_internal.h"
 #include "cuda/gemv_formats_extra.cuh"
 #include "cuda/gemv_kernels.cuh"
@@ -76,19 +78,20 @@ static unsigned persistent_grid(const nib_cuda_weight *w, int rows_per_block) {
 
 /* Blocks of kernel K an SM holds at once (GEMV_WARPS warps, no dynamic
  * shared memory), asked once per process: the same for every device of one
- * architecture, and only a grid size if not. */
+ * architecture, and only a grid size if not. Threads that ask together store
+ * the same value. */
 template <auto K>
 static int blocks_per_sm() {
-    static int n = 0;
-    if (n == 0) {
-        int b = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, K, GEMV_WARPS * 32, 0) != cudaSuccess || b < 1) {
+    static std::atomic<int> n{0};
+    int v = n.load(std::memory_order_relaxed);
+    if (v == 0) {
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, K, GEMV_WARPS * 32, 0) != cudaSuccess || v < 1) {
             (void)cudaGetLastError();
-            b = 1;
+            v = 1;
         }
-        n = b;
+        n.store(v, std::memory_order_relaxed);
     }
-    return n;
+    return v;
 }
 
 /* The persistent grid of kernel K (not the format's plain kernel, whose
