@@ -58,6 +58,21 @@ static void down(void *h, const void *d, size_t n) {
     if (nib_cuda_sync(&err) || nib_cuda_copy_to_host(h, d, n, &err)) fprintf(stderr, "  copy back: %s\n", err.msg);
 }
 
+/* A matrix of random valid blocks on the device (NULL, counted as a failed
+ * check, when the upload fails). */
+static nib_cuda_weight *random_weight(nib_type t, int64_t n_in, int64_t n_out) {
+    nib_error err;
+    size_t rb = 0;
+    nib_row_bytes(t, n_in, &rb);
+    uint8_t *W = malloc(rb * (size_t)n_out);
+    random_rows(t, W, n_in, n_out);
+    nib_cuda_weight *w = NULL;
+    CHECK(nib_cuda_weight_upload(t, W, n_in, n_out, &w, &err) == NIB_OK, "upload %s %lldx%lld: %s", nib_type_name(t),
+          (long long)n_in, (long long)n_out, err.msg);
+    free(W);
+    return w;
+}
+
 static const nib_type mm_types[] = {NIB_TYPE_Q4_0, NIB_TYPE_Q8_0, NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, NIB_TYPE_F16};
 
 static void test_matmul_tokens(void) {
@@ -68,11 +83,7 @@ static void test_matmul_tokens(void) {
         nib_error err;
         size_t rb = 0;
         nib_row_bytes(t, n_in, &rb);
-        uint8_t *W = malloc(rb * (size_t)n_out);
-        random_rows(t, W, n_in, n_out);
-        nib_cuda_weight *w = NULL;
-        CHECK(nib_cuda_weight_upload(t, W, n_in, n_out, &w, &err) == NIB_OK, "upload %s: %s", nib_type_name(t), err.msg);
-        free(W);
+        nib_cuda_weight *w = random_weight(t, n_in, n_out);
         if (!w) continue;
         const int T = 13;
         float *x = malloc(sizeof(float) * (size_t)(T * n_in)), *ref = malloc(sizeof(float) * (size_t)(T * n_out));
@@ -166,13 +177,7 @@ static void test_split_k_add(void) {
             const nib_type t = mm_types[ti];
             const int64_t n_in = shapes[si].n_in, n_out = shapes[si].n_out;
             if (n_in % nib_type_block_elems(t) != 0) continue;
-            size_t rb = 0;
-            nib_row_bytes(t, n_in, &rb);
-            uint8_t *W = malloc(rb * (size_t)n_out);
-            random_rows(t, W, n_in, n_out);
-            nib_cuda_weight *w = NULL;
-            CHECK(nib_cuda_weight_upload(t, W, n_in, n_out, &w, &err) == NIB_OK, "upload: %s", err.msg);
-            free(W);
+            nib_cuda_weight *w = random_weight(t, n_in, n_out);
             float *x = malloc(sizeof(float) * (size_t)n_in), *y0 = malloc(sizeof(float) * (size_t)n_out);
             float *p = malloc(sizeof(float) * (size_t)n_out), *ya = malloc(sizeof(float) * (size_t)n_out);
             for (int64_t i = 0; i < n_in; i++) x[i] = (float)rng_normal();
@@ -524,13 +529,7 @@ static void test_tall_matrix(void) {
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const nib_type t = types[ti];
         nib_error err;
-        size_t rb = 0;
-        nib_row_bytes(t, n_in, &rb);
-        uint8_t *W = malloc(rb * (size_t)n_out);
-        random_rows(t, W, n_in, n_out);
-        nib_cuda_weight *w = NULL;
-        CHECK(nib_cuda_weight_upload(t, W, n_in, n_out, &w, &err) == NIB_OK, "upload %s: %s", nib_type_name(t), err.msg);
-        free(W);
+        nib_cuda_weight *w = random_weight(t, n_in, n_out);
         if (!w) continue;
         float *x = malloc(sizeof(float) * (size_t)(2 * n_in));
         float *y1 = malloc(sizeof(float) * (size_t)n_out), *y2 = malloc(sizeof(float) * (size_t)(2 * n_out));
