@@ -114,6 +114,9 @@ static unsigned grid_of(const nib_cuda_weight *w, int rows_per_block) {
  * is then on the kernel's chain (Llama-3-8B Q4_K_M, whose 14336-wide rows are
  * Q4_K and Q6_K: 385.6 -> 401.6 t/s; Q4_0, which loads ahead, lost 2% with
  * KS = 4, and Llama-3.2-1B's 8192-wide rows, one pass at KS = 2, lost 5%).
+ * KS = 4 too for outputs of at most 1024 rows (Llama-3-8B Q4_K_M's separate
+ * Q6_K V projection, 4096 -> 1024: 256 blocks at KS = 2, 12% of copy
+ * bandwidth under ncu; 416.4 -> 419.3 t/s, bench/gpu-decode-notes.md v19).
  * Rows under 4096 (Gemma 3 270M's 2048-wide down) keep the plain kernel:
  * unmeasured there. The formats that have it: KSP. */
 template <class F, int R, int U, bool KSP>
@@ -126,7 +129,7 @@ static cudaError_t launch_q8_ks(const mm_args *a, bool *taken) {
         *taken = true;
         constexpr int W = GEMV_WARPS, R2 = 2;
         const bool two_passes = n_in / F::CH > 2 * 32 * U;
-        if (n_in >= 5 * n_out || (two_passes && !has_w<F>::value)) {
+        if (n_in >= 5 * n_out || (two_passes && !has_w<F>::value) || n_out <= 1024) {
             constexpr auto K = gemv_q8_ks<F, W, R2, U, 4>;
             return pdl_launch(K, dim3(grid_of<K>(w, (W / 4) * R2)), dim3(W * 32), 0, a->stream, w->dev, w->row_bytes,
                               a->a, a->y, n_in, n_out, a->add);
