@@ -179,40 +179,72 @@ static void run_floor(const lab_ctx *c) {
     empty_kernel<<<CEIL_DIV(c->n_out, GEMV_WARPS), GEMV_WARPS * 32, 0, c->st>>>(0);
 }
 
-/* v4 (names "Q6_K/l16"): Q6_K with another item order. The library's item
- * c is quarters p and p + 2 (p = c % 2) of half c / 2, all 32 positions l:
- * the 4 lanes of a block read ql at offsets 0, 32, 64, 96, so each word
- * load of a warp touches 4 sectors a block (32 an instruction), 9 times for
- * ql. Here item c is half hh = c / 2, positions l in [16p, 16p + 16), all 4
- * quarters: runs of 16 bytes at ql 64hh + 16p (quarters 0, 2), ql 64hh + 32
- * + 16p (1, 3) and qh 32hh + 16p, so a block's 4 lanes touch 2 sectors an
- * instruction, 5 loads a run, and one scale a quarter (sc[8hh + 2q + p]). */
-struct fmt_q6_K_l16 {
+/* v5 (names "Q6_K/sub3", "Q3_K/sub3"): the library's Q6_K and Q3_K with
+ * one change, the per-byte "minus 32" (minus 4 for Q3_K) before the dp4a.
+ * The library uses __vsubss4, a saturating per-byte subtract that sm_90 has
+ * no instruction for: 14 PTX operations a word (or, and, add, xor, xor, xor,
+ * xor, and, 2 prmt, xor, not, and, and, or), 16 words an item. The bytes are
+ * 0..63 (0..7), so nothing saturates; setting each byte's high bit first
+ * keeps the borrows inside the bytes: ((v | 0x80808080) - k) ^ 0x80808080,
+ * three operations, the same bytes (checked for every byte pair). PTX of the
+ * split-K kernels (4 items a pass): Q6_K 1,995 instructions, 114 loads,
+ * Q4_K 788 and 50, so Q6_K may be bound by issue, not bytes (ncu: its down
+ * projection moves 1.46x Q4_K's bytes in 1.70x the time). The outputs must
+ * be bit for bit the library's. */
+__device__ __forceinline__ uint32_t sub_bytes7(uint32_t v, uint32_t k) { return ((v | 0x80808080u) - k) ^ 0x80808080u; }
+
+struct fmt_q6_K_sub3 {
     static constexpr int QK = 256, BYTES = 210, CH = 64;
     static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
         const int hh = c >> 1, p = c & 1;
-        uint32_t qa[4], qb[4], qh[4], sc[2];
-        load_words(b + 64 * hh + 16 * p, qa);
-        load_words(b + 64 * hh + 32 + 16 * p, qb);
-        load_words(b + 128 + 32 * hh + 16 * p, qh);
+        uint32_t ql[8], qh[8], sc[2];
+        load_words(b + 64 * hh + 32 * p, ql);
+        load_words(b + 128 + 32 * hh, qh);
         load_words(b + 192 + 8 * hh, sc);
         const float d = h2f(__ldg((const unsigned short *)(b + 208)));
+        int a[8];
         float acc = 0.0f;
 #pragma unroll
-        for (int q = 0; q < 4; q++) {
-            const int8_t *xa = xq + 128 * hh + 32 * q + 16 * p;
-            const int4 av = __ldg((const int4 *)xa);
-            const int a[4] = {av.x, av.y, av.z, av.w};
-            int sum = 0;
+        for (int half = 0; half < 2; half++) {
+            const int quarter = p + 2 * half;
+            load_act32(xq + 128 * hh + 32 * quarter, a);
+            int s0 = 0, s1 = 0;
 #pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const uint32_t lo = (q & 1) ? qb[k] : qa[k];
-                uint32_t v = ((lo >> (4 * (q >> 1))) & 0x0F0F0F0Fu) | (((qh[k] >> (2 * q)) & 0x03030303u) << 4);
-                v = __vsubss4(v, 0x20202020u);
-                sum = __dp4a((int)v, a[k], sum);
+            for (int k = 0; k < 8; k++) {
+                uint32_t v = ((ql[k] >> (4 * half)) & 0x0F0F0F0Fu) | (((qh[k] >> (2 * quarter)) & 0x03030303u) << 4);
+                v = sub_bytes7(v, 0x20202020u);
+                if (k < 4) s0 = __dp4a((int)v, a[k], s0);
+                else s1 = __dp4a((int)v, a[k], s1);
             }
-            const int scl = (int)(int8_t)(sc[q >> 1] >> (8 * (2 * (q & 1) + p)));
-            acc += __ldg(&ds[4 * hh + q].x) * (float)(scl * sum);
+            const int sc0 = (int)(int8_t)(sc[half] >> (16 * p)), sc1 = (int)(int8_t)(sc[half] >> (16 * p + 8));
+            acc += __ldg(&ds[4 * hh + quarter].x) * (float)(sc0 * s0 + sc1 * s1);
+        }
+        return d * acc;
+    }
+};
+
+struct fmt_q3_K_sub3 {
+    static constexpr int QK = 256, BYTES = 110, CH = 128;
+    static __device__ __forceinline__ float dot(const uint8_t *b, int hh, const int8_t *xq, const float2 *ds) {
+        uint32_t qs[8], hm[8], s[3];
+        load_words(b + 32 + 32 * hh, qs);
+        load_words(b, hm);
+        load_words(b + 96, s);
+        const float d = h2f(__ldg((const unsigned short *)(b + 108)));
+        int a[8];
+        float acc = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            load_act32(xq + 128 * hh + 32 * k, a);
+            int s0 = 0, s1 = 0;
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                uint32_t v = ((qs[i] >> (2 * k)) & 0x03030303u) | (((hm[i] >> (4 * hh + k)) & 0x01010101u) << 2);
+                v = sub_bytes7(v, 0x04040404u);
+                if (i < 4) s0 = __dp4a((int)v, a[i], s0);
+                else s1 = __dp4a((int)v, a[i], s1);
+            }
+            acc += __ldg(&ds[4 * hh + k].x) * (float)(scale_q3(hh, 2 * k, s) * s0 + scale_q3(hh, 2 * k + 1, s) * s1);
         }
         return d * acc;
     }
@@ -279,13 +311,15 @@ static const variant variants[] = {
     V_TUNE2("MXFP4", fmt_mxfp4), V_TUNE2("Q5_0", fmt_q5_0),
     V_KSPLIT("Q4_0", fmt_q4_0, 4), V_KSPLIT("Q8_0", fmt_q8_0, 4), V_KSPLIT("Q4_K", fmt_q4_K, 2),
     V_KSPLIT("Q6_K", fmt_q6_K, 2),
-    /* v4 (argument "l16"): Q6_K's item order, against the library's order in each launch shape */
-    {"Q6_K/l16-lib", 256, 210, run_q8<fmt_q6_K, 4, 2, true, 2>},
-    {"Q6_K/l16", 256, 210, run_q8<fmt_q6_K_l16, 4, 2, true, 2>},
-    {"Q6_K/l16-lib/r4", 256, 210, run_q8<fmt_q6_K, 4, 4, true, 1>},
-    {"Q6_K/l16/r4", 256, 210, run_q8<fmt_q6_K_l16, 4, 4, true, 1>},
-    {"Q6_K/l16-lib/ks4", 256, 210, run_q8_ksplit<fmt_q6_K, 4, 2, 2, 4>},
-    {"Q6_K/l16/ks4", 256, 210, run_q8_ksplit<fmt_q6_K_l16, 4, 2, 2, 4>},
+    /* v5 (argument "sub3"): the three-operation byte subtract, against the library in each launch shape */
+    {"Q6_K/sub3-lib", 256, 210, run_q8<fmt_q6_K, 4, 2, true, 2>},
+    {"Q6_K/sub3", 256, 210, run_q8<fmt_q6_K_sub3, 4, 2, true, 2>},
+    {"Q6_K/sub3-lib/r4", 256, 210, run_q8<fmt_q6_K, 4, 4, true, 1>},
+    {"Q6_K/sub3/r4", 256, 210, run_q8<fmt_q6_K_sub3, 4, 4, true, 1>},
+    {"Q6_K/sub3-lib/ks4", 256, 210, run_q8_ksplit<fmt_q6_K, 4, 2, 2, 4>},
+    {"Q6_K/sub3/ks4", 256, 210, run_q8_ksplit<fmt_q6_K_sub3, 4, 2, 2, 4>},
+    {"Q3_K/sub3-lib", 256, 110, run_q8<fmt_q3_K, 4, 1, false, 1>},
+    {"Q3_K/sub3", 256, 110, run_q8<fmt_q3_K_sub3, 4, 1, false, 1>},
 };
 
 typedef struct lab_shape {
@@ -389,43 +423,39 @@ static double time_calls(lab_fn fn, lab_ctx *c, const uint8_t *base, size_t copy
     return best * 1e3 / calls;  /* microseconds per call */
 }
 
-/* v4's check: Q6_K/l16 against the library's Q6_K on the same random
- * blocks (each d set to a finite scale). The sums differ only in their fp32
- * order, so the outputs agree to ~1e-6 of the largest; a wrong nibble,
- * bit or scale moves them by far more. */
-__global__ void q6k_set_d(uint8_t *W, size_t n_blocks) {
+/* v5's check: each sub3 format against the library's on the same random
+ * blocks (every fp16 d set to a finite scale): the same integer sums and the
+ * same fp32 operations, so the outputs must be equal bit for bit. */
+__global__ void set_d(uint8_t *W, size_t n_blocks, int bytes, int d_off) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_blocks; i += (size_t)gridDim.x * blockDim.x)
-        W[i * 210 + 208] = 0x1F, W[i * 210 + 209] = 0x21; /* fp16 0.0101 */
+        W[i * bytes + d_off] = 0x1F, W[i * bytes + d_off + 1] = 0x21; /* fp16 0.0101 */
 }
-static void check_q6k_l16(float *x, int8_t *xq, float2 *xds, act_scale *sc, float *y, cudaStream_t st) {
+template <class FL, class FV>
+static void check_same(const char *name, float *x, int8_t *xq, float2 *xds, act_scale *sc, float *y) {
     const int k = 4096, n = 4096;
-    const size_t row_bytes = (size_t)(k / 256) * 210;
+    const size_t row_bytes = (size_t)(k / FL::QK) * FL::BYTES;
     uint8_t *W;
     float *y2;
     CK(cudaMalloc(&W, row_bytes * n + 256));
     CK(cudaMalloc(&y2, sizeof(float) * n));
     fill_random<<<2048, 256>>>((uint32_t *)W, (row_bytes * n + 256) / 4, 77u);
-    q6k_set_d<<<1024, 256>>>(W, (size_t)n * (k / 256));
+    set_d<<<1024, 256>>>(W, (size_t)n * (k / FL::QK), FL::BYTES, FL::BYTES - 2);
     quantize_act_q8<<<CEIL_DIV(k, 256), 256>>>(x, xq, xds, k, 1, k, sc);
     act_q8 a;
     a.xq = xq, a.xds = xds, a.qs_stride = k, a.n_tok = 1, a.sc = sc;
-    gemv_q8<fmt_q6_K, 4, 2, 2, 1><<<n / 8, 128>>>(W, row_bytes, a, y, n, k, n, 0, (unsigned long long *)NULL);
-    gemv_q8<fmt_q6_K_l16, 4, 2, 2, 1><<<n / 8, 128>>>(W, row_bytes, a, y2, n, k, n, 0, (unsigned long long *)NULL);
-    CK_LAUNCH("q6k check");
+    gemv_q8<FL, 4, 1, 1, 1><<<n / 4, 128>>>(W, row_bytes, a, y, n, k, n, 0, (unsigned long long *)NULL);
+    gemv_q8<FV, 4, 1, 1, 1><<<n / 4, 128>>>(W, row_bytes, a, y2, n, k, n, 0, (unsigned long long *)NULL);
+    CK_LAUNCH("sub3 check");
     float *h1 = (float *)malloc(sizeof(float) * n), *h2 = (float *)malloc(sizeof(float) * n);
     CK(cudaMemcpy(h1, y, sizeof(float) * n, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(h2, y2, sizeof(float) * n, cudaMemcpyDeviceToHost));
-    double m = 0.0, dmax = 0.0;
-    for (int i = 0; i < n; i++) {
-        m = fmax(m, fabs(h1[i]));
-        dmax = fmax(dmax, fabs((double)h1[i] - h2[i]));
-    }
-    printf("Q6_K/l16 check (4096x4096): max |lib - l16| = %.3g of max |y| %.3g (%s)\n", dmax, m,
-           dmax <= 1e-5 * m ? "agree" : "DIFFER");
+    int diff = 0, finite = 0;
+    for (int i = 0; i < n; i++) diff += memcmp(&h1[i], &h2[i], sizeof(float)) != 0, finite += isfinite(h1[i]) != 0;
+    printf("%s check (4096x4096): %d of %d outputs differ from the library's bits, %d finite (%s)\n", name, diff, n,
+           finite, diff == 0 && finite == n ? "same" : "DIFFER");
     free(h1), free(h2);
     CK(cudaFree(W));
     CK(cudaFree(y2));
-    (void)st;
 }
 
 int main(int argc, char **argv) {
@@ -467,8 +497,9 @@ int main(int argc, char **argv) {
     fill_x<<<CEIL_DIV(max_k, 256), 256>>>(x, max_k);
     CK_LAUNCH("fill_x");
     for (int a = 2; a < argc; a++)
-        if (strstr(argv[a], "l16")) {
-            check_q6k_l16(x, xq, xds, sc, y, st);
+        if (strstr(argv[a], "sub3")) {
+            check_same<fmt_q6_K, fmt_q6_K_sub3>("Q6_K/sub3", x, xq, xds, sc, y);
+            check_same<fmt_q3_K, fmt_q3_K_sub3>("Q3_K/sub3", x, xq, xds, sc, y);
             break;
         }
 
