@@ -12,9 +12,11 @@ B=${B:-/tmp/nibdev}
 SPEC=${SPEC:-llama3-8b:Q4_K_M}
 TESTS=none sh "$(dirname "$0")/run_step.sh"
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+# EXTRA: more metrics, e.g. whether a kernel is bound by instruction issue:
+#   EXTRA=smsp__issue_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum
+M=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__registers_per_thread,launch__grid_size
 timeout 400 $NCU --clock-control none --graph-profiling node --launch-skip ${SKIP:-600} \
-    --launch-count ${LAUNCHES:-280} --metrics \
-    gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__registers_per_thread,launch__grid_size,launch__block_size \
+    --launch-count ${LAUNCHES:-280} --metrics "$M${EXTRA:+,$EXTRA}" \
     --csv --log-file "$OUT/ncu.csv" $B/nib bench "synth:$SPEC" -p 0 -n 8 -r 1 > "$OUT/ncu_run.log" 2>&1
 echo "ncu exit $?"
 python3 "$(dirname "$0")/ncu_summary.py" "$OUT/ncu.csv"
