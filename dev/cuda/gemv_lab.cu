@@ -320,6 +320,14 @@ static const variant variants[] = {
     {"Q6_K/sub3/ks4", 256, 210, run_q8_ksplit<fmt_q6_K_sub3, 4, 2, 2, 4>},
     {"Q3_K/sub3-lib", 256, 110, run_q8<fmt_q3_K, 4, 1, false, 1>},
     {"Q3_K/sub3", 256, 110, run_q8<fmt_q3_K_sub3, 4, 1, false, 1>},
+    /* v5 (argument "lowks"): the 2- and 3-bit K-quants have no split K in the
+     * library (their 14336-wide rows: 112 items, 4 dependent passes a lane at
+     * 19-22% of copy bandwidth); the library's launch, then split K 4 */
+    {"Q2_K/lowks-lib", 256, 84, run_q8<fmt_q2_K, 4, 4, true, 1>},
+    {"Q2_K/lowks4", 256, 84, run_q8_ksplit<fmt_q2_K, 4, 2, 1, 4>},
+    {"Q3_K/lowks-lib", 256, 110, run_q8<fmt_q3_K, 4, 1, false, 1>},
+    {"Q3_K/lowks4", 256, 110, run_q8_ksplit<fmt_q3_K, 4, 2, 1, 4>},
+    {"Q3_K/lowks4-sub3", 256, 110, run_q8_ksplit<fmt_q3_K_sub3, 4, 2, 1, 4>},
 };
 
 typedef struct lab_shape {
@@ -507,7 +515,7 @@ int main(int argc, char **argv) {
         const variant *var = &variants[v];
         /* no filter: every variant but the tuning sweeps */
         bool wanted = argc <= 2 && !strstr(var->name, "/w") && !strstr(var->name, "/u") && !strstr(var->name, "/r") &&
-                      !strstr(var->name, "/ks");
+                      !strstr(var->name, "/ks") && !strstr(var->name, "/sub3") && !strstr(var->name, "/lowks");
         for (int a = 2; a < argc; a++) /* "=NAME": that variant alone; else names containing it */
             wanted |= argv[a][0] == '=' ? !strcmp(var->name, argv[a] + 1) : strstr(var->name, argv[a]) != NULL;
         if (!wanted) continue;
