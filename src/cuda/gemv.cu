@@ -118,7 +118,9 @@ static unsigned grid_of(const nib_cuda_weight *w, int rows_per_block) {
  * Q6_K V projection, 4096 -> 1024: 256 blocks at KS = 2, 12% of copy
  * bandwidth under ncu; 416.4 -> 419.3 t/s, bench/gpu-decode-notes.md v19).
  * Rows under 4096 (Gemma 3 270M's 2048-wide down) keep the plain kernel:
- * unmeasured there. The formats that have it: KSP. */
+ * unmeasured there. The formats that have it: KSP. Q3_K takes it (kernel
+ * lab, Llama-3-8B's 14336 x 4096: 27.0 -> 20.9 us, the rule picks KS = 4);
+ * Q2_K does not (13.3 -> 18.5 us there). */
 template <class F, int R, int U, bool KSP>
 static cudaError_t launch_q8_ks(const mm_args *a, bool *taken) {
     *taken = false;
@@ -265,7 +267,7 @@ static const gemv_row gemv_rows[] = {
     ROW_Q8_KS(Q5_1, "q5_1", fmt_q5_1, 1, 4, false),
     ROW_Q8_KS(Q8_0, "q8_0", fmt_q8_0, 1, 4, false),
     ROW_Q8(Q2_K, "q2_K", fmt_q2_K, 4, 1, true),
-    ROW_Q8(Q3_K, "q3_K", fmt_q3_K, 1, 1, false),
+    ROW_Q8_KS(Q3_K, "q3_K", fmt_q3_K, 1, 1, false),
     ROW_Q8_KS(Q4_K, "q4_K", fmt_q4_K, 2, 2, true),
     ROW_Q8_KS(Q5_K, "q5_K", fmt_q5_K, 2, 2, true),
     ROW_Q8_KS(Q6_K, "q6_K", fmt_q6_K, 2, 2, true),
