@@ -38,11 +38,13 @@
  *     than 32 splits (>= 8k-16k contexts, where the launch is noise next to
  *     the cache read, and one CTA would have to read hundreds of partials)
  *     does attn_merge run.
- *  3. Everything that does not depend on *pos is in flight before *pos
- *     arrives: the q slice and the K/V rows of the chunk's first step (rows
- *     < max_len, which the cache holds; rows outside [j0, p] are masked after,
- *     their V zeroed so 0 * NaN never reaches acc). A one-step CTA's chain is
- *     then one memory latency, the arithmetic, and the partial write.
+ *  3. The kernel is a programmatic dependent launch of qkv_rope: before
+ *     pdl_wait it reads *pos and the K/V rows of its chunk's first step that
+ *     lie below it (earlier steps wrote them); after the wait, the q slice
+ *     and this step's new rows, with coherent loads (see ld_u4). Rows
+ *     outside [j0, p] are masked after, their V zeroed so 0 * NaN never
+ *     reaches acc. A one-step CTA's chain after the wait is then one L2
+ *     round trip, the arithmetic, and the partial write.
  *  4. For one token (decode), GB <= 4: a group of 7 or 8 runs as two head
  *     slices. The per-step work is the same (R * GB scores per lane) but the
  *     end of a CTA (team and warp combine, merge) scales with GB, and the
@@ -151,26 +153,54 @@ __device__ __forceinline__ void f16x8_to_f32(const uint4 u, float (&f)[8]) {
 /* exp2(x - m) that is 0, not NaN, for a still-empty state (m = -inf). */
 __device__ __forceinline__ float exp2_rel(float x, float m) { return m == -INFINITY ? 0.0f : exp2f(x - m); }
 
-/* A predicated 16-byte read-only load (zeros when !pred). Inline PTX, and
- * volatile, so the compiler keeps it where it is written: the first step's
- * loads are issued before *pos is known, and a plain __ldg whose only use is
- * past the `return`s below could be sunk after them, back onto the critical
- * path. (A generic pointer from cudaMalloc is a valid global address.) */
-__device__ __forceinline__ uint4 ld_nc_u4(const void *ptr, bool pred) {
+/* Predicated 16-byte loads: zeros when !pred (ld_u4), or v kept (ld_u4_keep).
+ * Inline PTX, and volatile, so the compiler keeps them where they are
+ * written: the first step's loads are issued before pdl_wait, and a plain
+ * __ldg whose only use is past the `return`s below could be sunk after them,
+ * back onto the critical path. NC: the read-only path, only for cache rows
+ * written by earlier steps. Else ld.global.cg (L2, coherent), pinned after
+ * pdl_wait by the memory clobber: attn_split is a programmatic dependent
+ * launch, so its lifetime overlaps qkv_rope's writes of q and of this step's
+ * K/V rows, and .nc is defined only for data nothing writes while the kernel
+ * runs. (With .nc there, one build read wrong queries: nib verify's mean KL
+ * 0.25 nats instead of 5e-4.) A generic pointer from cudaMalloc is a valid
+ * global address. */
+template <bool NC>
+__device__ __forceinline__ uint4 ld_u4(const void *ptr, bool pred) {
     uint4 v;
+    if (NC)
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "setp.ne.b32 p, %5, 0;\n\t"
+            "mov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\tmov.b32 %2, 0;\n\tmov.b32 %3, 0;\n\t"
+            "@p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+            : "l"(ptr), "r"((int)pred));
+    else
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "setp.ne.b32 p, %5, 0;\n\t"
+            "mov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\tmov.b32 %2, 0;\n\tmov.b32 %3, 0;\n\t"
+            "@p ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+            : "l"(ptr), "r"((int)pred)
+            : "memory");
+    return v;
+}
+__device__ __forceinline__ void ld_u4_keep(uint4 &v, const void *ptr, bool pred) {
     asm volatile(
         "{\n\t.reg .pred p;\n\t"
         "setp.ne.b32 p, %5, 0;\n\t"
-        "mov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\tmov.b32 %2, 0;\n\tmov.b32 %3, 0;\n\t"
-        "@p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(ptr), "r"((int)pred));
-    return v;
+        "@p ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+        : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
+        : "l"(ptr), "r"((int)pred)
+        : "memory");
 }
 
 /* One step's K and V vectors of this lane: rows row0 .. row0 + R - 1 that lie
- * in [lo, hi), vectors tl, tl + T, ... of each. */
-template <int T, int R, int NCK, int NCV>
+ * in [lo, hi), vectors tl, tl + T, ... of each (zeros elsewhere); with KEEP
+ * the vectors of rows outside [lo, hi) are left as they are. */
+template <int T, int R, int NCK, int NCV, bool NC, bool KEEP = false>
 __device__ __forceinline__ void attn_load_step(uint4 (&kr)[R][NCK], uint4 (&vr)[R][NCV], const uint16_t *kb,
                                                const uint16_t *vb, size_t k_row, size_t v_row, int row0, int lo,
                                                int hi, int tl, int ck, int cv) {
@@ -181,12 +211,16 @@ __device__ __forceinline__ void attn_load_step(uint4 (&kr)[R][NCK], uint4 (&vr)[
 #pragma unroll
         for (int i = 0; i < NCK; i++) {
             const int c = tl + i * T;
-            kr[r][i] = ld_nc_u4((const uint4 *)(kb + (size_t)row * k_row) + c, in && c < ck);
+            const uint4 *src = (const uint4 *)(kb + (size_t)row * k_row) + c;
+            if (KEEP) ld_u4_keep(kr[r][i], src, in && c < ck);
+            else kr[r][i] = ld_u4<NC>(src, in && c < ck);
         }
 #pragma unroll
         for (int i = 0; i < NCV; i++) {
             const int c = tl + i * T;
-            vr[r][i] = ld_nc_u4((const uint4 *)(vb + (size_t)row * v_row) + c, in && c < cv);
+            const uint4 *src = (const uint4 *)(vb + (size_t)row * v_row) + c;
+            if (KEEP) ld_u4_keep(vr[r][i], src, in && c < cv);
+            else vr[r][i] = ld_u4<NC>(src, in && c < cv);
         }
     }
 }
@@ -278,8 +312,6 @@ __device__ __forceinline__ void attn_step(const uint4 (&kr)[R][NCK], uint4 (&vr)
 
 template <int T, int NCK, int NCV, int GB>
 __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) {
-    pdl_launch_dependents();
-    pdl_wait();
     constexpr int TEAMS = ATTN_THREADS / T;
     constexpr int R = attn_rows_per_step(NCK + NCV, GB);
     constexpr int STEP = TEAMS * R;  /* rows a CTA covers per step */
@@ -294,10 +326,16 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
     const size_t k_row = (size_t)a.n_head_kv * a.hd_k, v_row = (size_t)a.n_head_kv * a.hd_v;  /* elements */
     const uint16_t *kb = a.k + (size_t)kvh * a.hd_k, *vb = a.v + (size_t)kvh * a.hd_v;
 
-    /* In flight together, before anything waits: *pos, this lane's slice of
-     * the GB query vectors, and the chunk's first step of K/V rows (any row
-     * < max_len is inside the cache; which of them count is decided below). */
+    /* Before pdl_wait, while qkv_rope still runs: *pos (the io block is
+     * copied in before the step's first kernel) and the chunk's first step of
+     * K/V rows below it, which earlier steps wrote. After it: this lane's
+     * slice of the GB query vectors and the rows [pos0, pos0 + n_tok) that
+     * qkv_rope has just written. (Rows past them are masked below.) */
     const int pos0 = *a.pos;
+    uint4 kr[R][NCK], vr[R][NCV];
+    attn_load_step<T, R, NCK, NCV, true>(kr, vr, kb, vb, k_row, v_row, base0 + team * R, 0, min(pos0, a.max_len), tl,
+                                         ck, cv);
+    pdl_wait();
     float qr[GB][NCK * 8];
 #pragma unroll
     for (int g = 0; g < GB; g++)
@@ -306,14 +344,14 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
             const int c = tl + i * T;
             const bool in = g < n_h && c < ck;
             const float4 *src = (const float4 *)(a.q + ((size_t)t * a.n_head + h0 + (in ? g : 0)) * a.hd_k) + 2 * c;
-            const uint4 x0 = ld_nc_u4(src, in), x1 = ld_nc_u4(src + 1, in);
+            const uint4 x0 = ld_u4<false>(src, in), x1 = ld_u4<false>(src + 1, in);
             qr[g][i * 8 + 0] = __uint_as_float(x0.x), qr[g][i * 8 + 1] = __uint_as_float(x0.y);
             qr[g][i * 8 + 2] = __uint_as_float(x0.z), qr[g][i * 8 + 3] = __uint_as_float(x0.w);
             qr[g][i * 8 + 4] = __uint_as_float(x1.x), qr[g][i * 8 + 5] = __uint_as_float(x1.y);
             qr[g][i * 8 + 6] = __uint_as_float(x1.z), qr[g][i * 8 + 7] = __uint_as_float(x1.w);
         }
-    uint4 kr[R][NCK], vr[R][NCV];
-    attn_load_step<T, R, NCK, NCV>(kr, vr, kb, vb, k_row, v_row, base0 + team * R, 0, a.max_len, tl, ck, cv);
+    attn_load_step<T, R, NCK, NCV, false, true>(kr, vr, kb, vb, k_row, v_row, base0 + team * R, max(pos0, 0),
+                                                min(pos0 + a.n_tok, a.max_len), tl, ck, cv);
 
     const int p = pos0 + t;
     if (p < 0 || p >= a.max_len) {  /* the host bound is broken: NaN out (see cuda_attention.h) */
@@ -360,9 +398,13 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
     }
     for (; base < hi; base += STEP) {
         const int row0 = base + team * R;
-        attn_load_step<T, R, NCK, NCV>(kr, vr, kb, vb, k_row, v_row, row0, lo, hi, tl, ck, cv);
+        attn_load_step<T, R, NCK, NCV, false>(kr, vr, kb, vb, k_row, v_row, row0, lo, hi, tl, ck, cv);
         attn_step<T, R, NCK, NCV, GB>(kr, vr, qr, m, l, acc, row0, lo, hi, a.softcap);
     }
+    /* Only now may the next kernel's blocks launch: triggered at the top, they
+     * (and, through their own early triggers, the kernels after them) took
+     * SM slots while this ran, and the step was 4-7% slower (notes v23). */
+    pdl_launch_dependents();
 
     /* teams of one warp hold the same dims in the same team lane: combine by
      * xor-shuffles across teams */
@@ -646,15 +688,16 @@ extern "C" size_t nib_cuda_attention_scratch_bytes(int n_tok, int n_head, int hd
     return (size_t)total;
 }
 
-/* attn_split is launched without programmatic dependent launch (its
- * pdl_* calls are then no-ops, and the kernel after it still starts early):
- * launched with it, the decode step was slower on every model measured
- * (H200, tg128: Llama-3-8B Q4_K_M 384 -> 366 t/s, Qwen2.5-0.5B Q4_K_M 1462 ->
- * 1322, Llama-3.2-1B 1239 -> 1183; bench/gpu-decode-notes.md, v13). */
+/* attn_split is a programmatic dependent launch: its launch, *pos and the
+ * rows below it overlap qkv_rope. It lets the kernel after it launch only
+ * once its rows are walked; triggered at its top, as every other kernel of
+ * the step does, PDL made the step slower (v13: 8B Q4_K_M 384 -> 366 t/s).
+ * With the late trigger and the rows ahead, tg128 on the H200 (notes v23):
+ * Qwen2.5-0.5B Q4_K_M 1,492 -> 1,546, Llama-3-8B Q4_K_M 428 -> 436,
+ * Llama-3.2-1B 1,382 -> 1,416. attn_merge (long contexts) is a plain launch. */
 static nib_status attn_launch(const attn_params *p, const attn_row *r, cudaStream_t stream, nib_error *err) {
     const dim3 grid((unsigned)p->n_split, (unsigned)(p->n_head_kv * p->n_slices), (unsigned)p->n_tok);
-    r->fn<<<grid, ATTN_THREADS, 0, stream>>>(*p);
-    cudaError_t e = cudaGetLastError();
+    cudaError_t e = pdl_launch(r->fn, grid, dim3(ATTN_THREADS), 0, stream, *p);
     if (e == cudaSuccess && p->merge_kernel) {
         attn_merge<<<dim3((unsigned)p->n_head, (unsigned)p->n_tok), ATTN_MERGE_THREADS, 0, stream>>>(*p);
         e = cudaGetLastError();
