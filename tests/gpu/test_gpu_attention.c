@@ -43,6 +43,20 @@
  * covered: one active chunk writes out, up to 32 merge in the last CTA, more
  * (or too many counters) go through attn_merge.
  *
+ * The chain as the decode step launches it: qkv_rope then the attention,
+ * four layers back to back on one stream with no sync (the attention is a
+ * programmatic dependent launch of qkv_rope, so it starts while qkv_rope
+ * writes the query and this step's K/V row it reads), sharing one rotated-q
+ * buffer and one scratch as the engine's layers do. Each layer's output
+ * must equal bit for bit the same kernels run with a sync after each (same
+ * inputs, same arithmetic: any difference is a read that raced a write),
+ * and the synced output must match the float64 reference on the q and
+ * cache read back. What it guards: a load of qkv_rope's output moved ahead
+ * of pdl_wait, or a trigger or merge that lets a layer see another's data.
+ * What it did not reproduce: the one wrong read seen in a whole model
+ * (queries read through .nc under PDL, bench/gpu-decode-notes.md v23); a
+ * build with .nc loads passes it too, so nib verify stays the check there.
+ *
  * Without a usable GPU the run is one skip with the reason.
  */
 #include <stdbool.h>
@@ -51,6 +65,7 @@
 #include "core/fp16.h"
 #include "cuda/cuda.h"
 #include "cuda/cuda_attention.h"
+#include "cuda/cuda_ops.h"
 #include "nib.h"
 #include "test.h"
 #include "gpu_test.h"
@@ -387,6 +402,119 @@ static void test_bound_broken(void) {
     run_case(&(acase){2, 32, 8, 128, 128, 0, 0.0f, false, 16384}, &past_long, 1);
 }
 
+/* One shape of the chain test (see the top): n_layer layers at each of the
+ * positions, chained, then synced, then checked. */
+static void run_chain(const acase *c, const int *pos_list, int n_pos) {
+    enum { n_layer = 4 };
+    nib_error err = {0};
+    char name[160];
+    case_name(c, name, sizeof name);
+    const int n_ctx = c->max_len, hd = c->hd_k;
+    const size_t nq = (size_t)c->n_head * hd, nkv = (size_t)c->n_head_kv * hd, ncache = (size_t)n_ctx * nkv;
+    float *q_in[n_layer] = {0}, *k_in[n_layer] = {0}, *v_in[n_layer] = {0}, *outs[n_layer] = {0};
+    uint16_t *kc[n_layer] = {0}, *vc[n_layer] = {0};
+    float *dq = nib_cuda_alloc(sizeof(float) * nq, &err);
+    int32_t *dpos = nib_cuda_alloc(sizeof(int32_t), &err);
+    const size_t sb = nib_cuda_attention_scratch_bytes(1, c->n_head, hd, c->max_len);
+    void *scratch = sb ? nib_cuda_alloc(sb, &err) : NULL, *st = nib_cuda_stream_new(&err);
+    float *h_in = malloc(sizeof(float) * nq), *chained = malloc(sizeof(float) * nq * n_layer);
+    float *synced = malloc(sizeof(float) * nq), *qr = malloc(sizeof(float) * nq);
+    uint16_t *h_cache = malloc(2 * ncache), *kh = malloc(2 * ncache), *vh = malloc(2 * ncache);
+    float *kf = malloc(sizeof(float) * ncache), *vf = malloc(sizeof(float) * ncache);
+    double *ref = malloc(sizeof(double) * nq), *sc = malloc(sizeof(double) * (size_t)n_ctx);
+    bool ok = dq && dpos && (!sb || scratch) && st && h_in && chained && synced && qr && h_cache && kh && vh && kf &&
+              vf && ref && sc && scratch_zero(scratch, sb, &err);
+    for (int l = 0; ok && l < n_layer; l++) {
+        q_in[l] = nib_cuda_alloc(sizeof(float) * nq, &err), k_in[l] = nib_cuda_alloc(sizeof(float) * nkv, &err);
+        v_in[l] = nib_cuda_alloc(sizeof(float) * nkv, &err), outs[l] = nib_cuda_alloc(sizeof(float) * nq, &err);
+        kc[l] = nib_cuda_alloc(2 * ncache, &err), vc[l] = nib_cuda_alloc(2 * ncache, &err);
+        ok = q_in[l] && k_in[l] && v_in[l] && outs[l] && kc[l] && vc[l];
+        /* inputs: N(0,1) (q 2 N(0,1)); caches: f16 N(0,1) rows, NaN past the last position */
+        for (size_t i = 0; ok && i < nq; i++) h_in[i] = (float)(2.0 * rng_normal());
+        ok = ok && nib_cuda_copy_to_device(q_in[l], h_in, sizeof(float) * nq, &err) == NIB_OK;
+        for (size_t i = 0; ok && i < nkv; i++) h_in[i] = (float)rng_normal();
+        ok = ok && nib_cuda_copy_to_device(k_in[l], h_in, sizeof(float) * nkv, &err) == NIB_OK;
+        for (size_t i = 0; ok && i < nkv; i++) h_in[i] = (float)rng_normal();
+        ok = ok && nib_cuda_copy_to_device(v_in[l], h_in, sizeof(float) * nkv, &err) == NIB_OK;
+        for (int w = 0; ok && w < 2; w++) {
+            int p_max = 0;
+            for (int i = 0; i < n_pos; i++) p_max = pos_list[i] > p_max ? pos_list[i] : p_max;
+            for (size_t i = 0; i < ncache; i++)
+                h_cache[i] = i < (size_t)(p_max + 1) * nkv ? pool_h[rng_u64() % POOL] : (uint16_t)NAN_F16;
+            ok = nib_cuda_copy_to_device(w ? vc[l] : kc[l], h_cache, 2 * ncache, &err) == NIB_OK;
+        }
+    }
+    CHECK(ok, "chain %s: setup: %s", name, err.msg);
+    const float scale = (float)(1.0 / sqrt((double)hd));
+    for (int ip = 0; ok && ip < n_pos; ip++) {
+        const int32_t pos = pos_list[ip];
+        nib_status s = nib_cuda_copy_to_device(dpos, &pos, sizeof pos, &err);
+        for (int pass = 0; s == NIB_OK && pass < 2; pass++) { /* 0: chained, 1: synced */
+            for (int l = 0; s == NIB_OK && l < n_layer; l++) s = nib_cuda_fill_f32(outs[l], NAN, nq, &err); /* poison */
+            if (s == NIB_OK) s = nib_cuda_sync(&err);
+            for (int l = 0; s == NIB_OK && l < n_layer; l++) {
+                const nib_cuda_qkv_args qa = {
+                    .q = q_in[l], .k = k_in[l], .v = v_in[l], .q_out = dq, .k_cache = kc[l], .v_cache = vc[l],
+                    .pos = dpos, .n_tok = 1, .n_head = c->n_head, .n_head_kv = c->n_head_kv, .hd_k = hd, .hd_v = hd,
+                    .n_rot = hd, .rope_base = 10000.0f, .rope_scale = 1.0f, .eps = 1e-6f};
+                const nib_cuda_attn aa = {dq, kc[l], vc[l], outs[l], dpos, 1, c->n_head, c->n_head_kv, hd, hd, n_ctx,
+                                          0, scale, 0.0f, NULL, c->max_len, scratch};
+                s = nib_cuda_qkv_rope(&qa, st, &err);
+                if (s == NIB_OK && pass) s = nib_cuda_stream_sync(st, &err);
+                if (s == NIB_OK && pass) s = nib_cuda_copy_to_host(qr, dq, sizeof(float) * nq, &err);
+                if (s == NIB_OK) s = nib_cuda_attention(&aa, st, &err);
+                if (s == NIB_OK && pass) s = nib_cuda_stream_sync(st, &err);
+                if (s != NIB_OK || !pass) continue;
+                /* synced: bit for bit the chained output, and near the reference */
+                s = nib_cuda_copy_to_host(synced, outs[l], sizeof(float) * nq, &err);
+                if (s == NIB_OK) s = nib_cuda_copy_to_host(kh, kc[l], 2 * ncache, &err);
+                if (s == NIB_OK) s = nib_cuda_copy_to_host(vh, vc[l], 2 * ncache, &err);
+                if (s != NIB_OK) break;
+                int differ = 0;
+                for (size_t i = 0; i < nq; i++) differ += memcmp(&synced[i], &chained[l * nq + i], sizeof(float)) != 0;
+                CHECK(differ == 0, "chain %s pos %d layer %d: %d of %zu outputs differ from the synced run", name,
+                      pos, l, differ, nq);
+                for (size_t i = 0; i < (size_t)(pos + 1) * nkv; i++)
+                    kf[i] = nib_fp16_to_f32(kh[i]), vf[i] = nib_fp16_to_f32(vh[i]);
+                attn_ref(&(acase){1, c->n_head, c->n_head_kv, hd, hd, 0, 0.0f, false, c->max_len}, qr, kf, vf, NULL,
+                         pos, 0, ref, sc);
+                double e2 = 0.0, r2 = 0.0;
+                for (size_t i = 0; i < nq; i++)
+                    e2 += ((double)synced[i] - ref[i]) * ((double)synced[i] - ref[i]), r2 += ref[i] * ref[i];
+                const double rel = r2 > 0 ? sqrt(e2 / r2) : INFINITY; /* NaN (a poisoned output) fails too */
+                CHECK(rel <= REL_BOUND, "chain %s pos %d layer %d: ||gpu-ref||/||ref|| = %.3g > %.0e", name, pos, l,
+                      rel, REL_BOUND);
+                printf("      chain %-54s pos %5d layer %d  rel %.2e, %d differ\n", name, pos, l, rel, differ);
+            }
+            if (s == NIB_OK && !pass) {
+                s = nib_cuda_stream_sync(st, &err);
+                for (int l = 0; s == NIB_OK && l < n_layer; l++)
+                    s = nib_cuda_copy_to_host(chained + l * nq, outs[l], sizeof(float) * nq, &err);
+            }
+        }
+        CHECK(s == NIB_OK, "chain %s pos %d: %s", name, pos, err.msg);
+        if (s != NIB_OK) break;
+    }
+    for (int l = 0; l < n_layer; l++)
+        nib_cuda_free(q_in[l]), nib_cuda_free(k_in[l]), nib_cuda_free(v_in[l]), nib_cuda_free(outs[l]),
+            nib_cuda_free(kc[l]), nib_cuda_free(vc[l]);
+    nib_cuda_free(dq), nib_cuda_free(dpos), nib_cuda_free(scratch), nib_cuda_stream_free(st);
+    free(h_in), free(chained), free(synced), free(qr), free(h_cache), free(kh), free(vh), free(kf), free(vf);
+    free(ref), free(sc);
+}
+
+static void test_chain_after_qkv_rope(void) {
+    const int pos_short[] = {0, 69, 200}, pos_long[] = {4097};
+    acase c = llama8b;
+    c.max_len = 256;
+    run_chain(&c, pos_short, 3);
+    c.max_len = 8192;
+    run_chain(&c, pos_long, 1);
+    c = qwen05b;
+    c.max_len = 256;
+    run_chain(&c, pos_short, 3);
+}
+
 static void test_errors(void) {
     nib_error err = {0};
     float *q = nib_cuda_alloc(sizeof(float) * 8 * 128, &err), *out = nib_cuda_alloc(sizeof(float) * 8 * 128, &err);
@@ -447,6 +575,7 @@ int main(void) {
     RUN(test_shared_scratch);
     RUN(test_many_counters);
     RUN(test_bound_broken);
+    RUN(test_chain_after_qkv_rope);
     RUN(test_errors);
     printf("worst ||gpu-ref||/||ref|| %.2e (bound %.0e)\n", worst_rel, REL_BOUND);
     return test_summary();
