@@ -179,6 +179,57 @@ static void run_floor(const lab_ctx *c) {
     empty_kernel<<<CEIL_DIV(c->n_out, GEMV_WARPS), GEMV_WARPS * 32, 0, c->st>>>(0);
 }
 
+/* v6 (names "Q3_K/v2..."): Q3_K with fewer operations per word, ready to
+ * time (not yet run). Q3_K is the heaviest format per weight byte in PTX
+ * (~14 instructions a byte, Q4_K and Q6_K ~6.5) and the furthest from issue
+ * 4's goal (22-28% of copy bandwidth). Two changes, same bytes and sums:
+ *  - the quant: lo - 4 (1 - h) instead of (lo | h << 2) - 4. With ~hm
+ *    shifted by 4hh once per item (not per word and sub-block), each word
+ *    is a constant shift and mask of qs with the high bit set (one LOP3),
+ *    a constant shift and mask of ~hm, a subtract that cannot borrow
+ *    across bytes (each byte >= 0x80 - 4) and an xor back to signed bytes.
+ *  - the 8 scales of the half at once: low nibbles and high bits masked as
+ *    words, joined, and the 32 subtracted from 4 bytes at a time, instead
+ *    of ~8 scalar operations for each scale.
+ * The outputs must be the library's bit for bit (same integer sums, same
+ * fp32 operations); `gemv_lab FILE v2` checks that first, then times both
+ * in the plain, 4-row and split-K launches. If it wins, it replaces
+ * fmt_q3_K's dot in gemv_kernels.cuh and this copy goes. */
+struct fmt_q3_K_v2 {
+    static constexpr int QK = 256, BYTES = 110, CH = 128;
+    static __device__ __forceinline__ float dot(const uint8_t *b, int hh, const int8_t *xq, const float2 *ds) {
+        uint32_t qs[8], hm[8], s[3];
+        load_words(b + 32 + 32 * hh, qs);
+        load_words(b, hm);
+        load_words(b + 96, s);
+        const float d = h2f(__ldg((const unsigned short *)(b + 108)));
+        /* scales i = 0..3 in sc[0]'s bytes, 4..7 in sc[1]'s, as signed bytes */
+        const uint32_t hi = s[2] >> (4 * hh);
+        uint32_t sc[2];
+        sc[0] = sub_bytes7(((s[0] >> (4 * hh)) & 0x0F0F0F0Fu) | ((hi & 0x03030303u) << 4), 0x20202020u);
+        sc[1] = sub_bytes7(((s[1] >> (4 * hh)) & 0x0F0F0F0Fu) | (((hi >> 2) & 0x03030303u) << 4), 0x20202020u);
+#pragma unroll
+        for (int i = 0; i < 8; i++) hm[i] = ~hm[i] >> (4 * hh); /* bit k of each byte: 1 where the high bit is 0 */
+        int a[8];
+        float acc = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            load_act32(xq + 128 * hh + 32 * k, a);
+            int s0 = 0, s1 = 0;
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                const uint32_t lo = ((qs[i] >> (2 * k)) & 0x03030303u) | 0x80808080u;
+                const uint32_t v = (lo - (((hm[i] >> k) & 0x01010101u) << 2)) ^ 0x80808080u;
+                if (i < 4) s0 = __dp4a((int)v, a[i], s0);
+                else s1 = __dp4a((int)v, a[i], s1);
+            }
+            const uint32_t w = sc[k >> 1] >> (16 * (k & 1));
+            acc += __ldg(&ds[4 * hh + k].x) * (float)((int)(int8_t)w * s0 + (int)(int8_t)(w >> 8) * s1);
+        }
+        return d * acc;
+    }
+};
+
 /* v3 (names "/ksK"): split K, the library's gemv_q8_ks (gemv_kernels.cuh). */
 template <class F, int W, int R, int U, int KS>
 static void run_q8_ksplit(const lab_ctx *c) {
@@ -248,6 +299,14 @@ static const variant variants[] = {
     {"Q2_K/lowks4", 256, 84, run_q8_ksplit<fmt_q2_K, 4, 2, 1, 4>},
     {"Q3_K/lowks-lib", 256, 110, run_q8<fmt_q3_K, 4, 1, false, 1>},
     {"Q3_K/lowks4", 256, 110, run_q8_ksplit<fmt_q3_K, 4, 2, 1, 4>},
+    /* v6 (argument "v2"): Q3_K with fewer operations a word, against the
+     * library in each launch the library uses for it */
+    {"Q3_K/v2-lib", 256, 110, run_q8<fmt_q3_K, 4, 1, false, 1>},
+    {"Q3_K/v2", 256, 110, run_q8<fmt_q3_K_v2, 4, 1, false, 1>},
+    {"Q3_K/v2-lib/r4", 256, 110, run_q8<fmt_q3_K, 4, 4, true, 1>},
+    {"Q3_K/v2/r4", 256, 110, run_q8<fmt_q3_K_v2, 4, 4, true, 1>},
+    {"Q3_K/v2-lib/ks4", 256, 110, run_q8_ksplit<fmt_q3_K, 4, 2, 1, 4>},
+    {"Q3_K/v2/ks4", 256, 110, run_q8_ksplit<fmt_q3_K_v2, 4, 2, 1, 4>},
 };
 
 typedef struct lab_shape {
@@ -351,6 +410,41 @@ static double time_calls(lab_fn fn, lab_ctx *c, const uint8_t *base, size_t copy
     return best * 1e3 / calls;  /* microseconds per call */
 }
 
+/* v6's check: a rewritten format against the library's on the same random
+ * blocks (every fp16 d set to a finite scale): the same integer sums and the
+ * same fp32 operations, so the outputs must be equal bit for bit. */
+__global__ void set_d(uint8_t *W, size_t n_blocks, int bytes, int d_off) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_blocks; i += (size_t)gridDim.x * blockDim.x)
+        W[i * bytes + d_off] = 0x1F, W[i * bytes + d_off + 1] = 0x21; /* fp16 0.0101 */
+}
+template <class FL, class FV>
+static void check_same(const char *name, float *x, int8_t *xq, float2 *xds, act_scale *sc, float *y) {
+    const int k = 4096, n = 4096;
+    const size_t row_bytes = (size_t)(k / FL::QK) * FL::BYTES;
+    uint8_t *W;
+    float *y2;
+    CK(cudaMalloc(&W, row_bytes * n + 256));
+    CK(cudaMalloc(&y2, sizeof(float) * n));
+    fill_random<<<2048, 256>>>((uint32_t *)W, (row_bytes * n + 256) / 4, 77u);
+    set_d<<<1024, 256>>>(W, (size_t)n * (k / FL::QK), FL::BYTES, FL::BYTES - 2);
+    quantize_act_q8<<<CEIL_DIV(k, 256), 256>>>(x, xq, xds, k, 1, k, sc);
+    act_q8 a;
+    a.xq = xq, a.xds = xds, a.qs_stride = k, a.n_tok = 1, a.sc = sc;
+    gemv_q8<FL, 4, 1, 1, 1><<<n / 4, 128>>>(W, row_bytes, a, y, n, k, n, 0, (unsigned long long *)NULL);
+    gemv_q8<FV, 4, 1, 1, 1><<<n / 4, 128>>>(W, row_bytes, a, y2, n, k, n, 0, (unsigned long long *)NULL);
+    CK_LAUNCH("format check");
+    float *h1 = (float *)malloc(sizeof(float) * n), *h2 = (float *)malloc(sizeof(float) * n);
+    CK(cudaMemcpy(h1, y, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h2, y2, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    int diff = 0, finite = 0;
+    for (int i = 0; i < n; i++) diff += memcmp(&h1[i], &h2[i], sizeof(float)) != 0, finite += isfinite(h1[i]) != 0;
+    printf("%s check (4096x4096): %d of %d outputs differ from the library's bits, %d finite (%s)\n", name, diff, n,
+           finite, diff == 0 && finite == n ? "same" : "DIFFER");
+    free(h1), free(h2);
+    CK(cudaFree(W));
+    CK(cudaFree(y2));
+}
+
 int main(int argc, char **argv) {
     const char *out_path = argc > 1 ? argv[1] : NULL;
     cudaDeviceProp prop;
@@ -389,11 +483,17 @@ int main(int argc, char **argv) {
     CK(cudaMalloc(&sc, sizeof(act_scale)));
     fill_x<<<CEIL_DIV(max_k, 256), 256>>>(x, max_k);
     CK_LAUNCH("fill_x");
+    for (int a = 2; a < argc; a++)
+        if (strstr(argv[a], "v2")) {
+            check_same<fmt_q3_K, fmt_q3_K_v2>("Q3_K/v2", x, xq, xds, sc, y);
+            break;
+        }
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         const variant *var = &variants[v];
         /* no filter: every variant but the tuning sweeps */
         bool wanted = argc <= 2 && !strstr(var->name, "/w") && !strstr(var->name, "/u") && !strstr(var->name, "/r") &&
-                      !strstr(var->name, "/ks") && !strstr(var->name, "/lowks");
+                      !strstr(var->name, "/ks") && !strstr(var->name, "/lowks") &&
+                      !strstr(var->name, "/v2");
         for (int a = 2; a < argc; a++) /* "=NAME": that variant alone; else names containing it */
             wanted |= argv[a][0] == '=' ? !strcmp(var->name, argv[a] + 1) : strstr(var->name, argv[a]) != NULL;
         if (!wanted) continue;
