@@ -217,7 +217,9 @@ int cmd_verify(int argc, char **argv) {
     const int smp_bad = check_device_sampling(gpu, &o.sp, V, lg);
     const double kl_mean = kl_sum / n_steps;
     const bool kl_bad = !(kl_mean <= VERIFY_KL_MAX);
-    if (kl_bad) printf("logits disagree: mean KL %.2e nats > %.2e (near-ties above are not to be trusted)\n", kl_mean, VERIFY_KL_MAX);
+    if (kl_bad)
+        printf("logits disagree: mean KL %.2e nats > %.2e (near-ties above are not to be trusted)\n", kl_mean,
+               VERIFY_KL_MAX);
     rc = real || kl_bad || smp_bad < 0 || smp_bad > 1 ? 1 : 0;
     printf("verdict: %s\n", rc ? "FAIL" : "PASS");
 done:

@@ -165,37 +165,34 @@ __device__ __forceinline__ float exp2_rel(float x, float m) { return m == -INFIN
  * runs. (With .nc there, one build read wrong queries: nib verify's mean KL
  * 0.25 nats instead of 5e-4.) A generic pointer from cudaMalloc is a valid
  * global address. */
+/* The PTX: %0-%3 the vector, %4 the address, %5 the predicate; ZERO clears
+ * the vector first (ld_u4), CACHE is "nc" or "cg". */
+#define LD_U4_PTX(ZERO, CACHE)                                                   \
+    "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %5, 0;\n\t" ZERO "@p ld.global." CACHE \
+    ".v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+#define LD_U4_ZERO "mov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\tmov.b32 %2, 0;\n\tmov.b32 %3, 0;\n\t"
 template <bool NC>
 __device__ __forceinline__ uint4 ld_u4(const void *ptr, bool pred) {
     uint4 v;
     if (NC)
-        asm volatile(
-            "{\n\t.reg .pred p;\n\t"
-            "setp.ne.b32 p, %5, 0;\n\t"
-            "mov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\tmov.b32 %2, 0;\n\tmov.b32 %3, 0;\n\t"
-            "@p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
-            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-            : "l"(ptr), "r"((int)pred));
+        asm volatile(LD_U4_PTX(LD_U4_ZERO, "nc")
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(ptr), "r"((int)pred));
     else
-        asm volatile(
-            "{\n\t.reg .pred p;\n\t"
-            "setp.ne.b32 p, %5, 0;\n\t"
-            "mov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\tmov.b32 %2, 0;\n\tmov.b32 %3, 0;\n\t"
-            "@p ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
-            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-            : "l"(ptr), "r"((int)pred)
-            : "memory");
+        asm volatile(LD_U4_PTX(LD_U4_ZERO, "cg")
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(ptr), "r"((int)pred)
+                     : "memory");
     return v;
 }
 __device__ __forceinline__ void ld_u4_keep(uint4 &v, const void *ptr, bool pred) {
-    asm volatile(
-        "{\n\t.reg .pred p;\n\t"
-        "setp.ne.b32 p, %5, 0;\n\t"
-        "@p ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
-        : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
-        : "l"(ptr), "r"((int)pred)
-        : "memory");
+    asm volatile(LD_U4_PTX("", "cg")
+                 : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
+                 : "l"(ptr), "r"((int)pred)
+                 : "memory");
 }
+#undef LD_U4_ZERO
+#undef LD_U4_PTX
 
 /* One step's K and V vectors of this lane: rows row0 .. row0 + R - 1 that lie
  * in [lo, hi), vectors tl, tl + T, ... of each (zeros elsewhere); with KEEP
