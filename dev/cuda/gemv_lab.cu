@@ -179,57 +179,6 @@ static void run_floor(const lab_ctx *c) {
     empty_kernel<<<CEIL_DIV(c->n_out, GEMV_WARPS), GEMV_WARPS * 32, 0, c->st>>>(0);
 }
 
-/* v6 (names "Q3_K/v2..."): Q3_K with fewer operations per word, ready to
- * time (not yet run). Q3_K is the heaviest format per weight byte in PTX
- * (~14 instructions a byte, Q4_K and Q6_K ~6.5) and the furthest from issue
- * 4's goal (22-28% of copy bandwidth). Two changes, same bytes and sums:
- *  - the quant: lo - 4 (1 - h) instead of (lo | h << 2) - 4. With ~hm
- *    shifted by 4hh once per item (not per word and sub-block), each word
- *    is a constant shift and mask of qs with the high bit set (one LOP3),
- *    a constant shift and mask of ~hm, a subtract that cannot borrow
- *    across bytes (each byte >= 0x80 - 4) and an xor back to signed bytes.
- *  - the 8 scales of the half at once: low nibbles and high bits masked as
- *    words, joined, and the 32 subtracted from 4 bytes at a time, instead
- *    of ~8 scalar operations for each scale.
- * The outputs must be the library's bit for bit (same integer sums, same
- * fp32 operations); `gemv_lab FILE v2` checks that first, then times both
- * in the plain, 4-row and split-K launches. If it wins, it replaces
- * fmt_q3_K's dot in gemv_kernels.cuh and this copy goes. */
-struct fmt_q3_K_v2 {
-    static constexpr int QK = 256, BYTES = 110, CH = 128;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int hh, const int8_t *xq, const float2 *ds) {
-        uint32_t qs[8], hm[8], s[3];
-        load_words(b + 32 + 32 * hh, qs);
-        load_words(b, hm);
-        load_words(b + 96, s);
-        const float d = h2f(__ldg((const unsigned short *)(b + 108)));
-        /* scales i = 0..3 in sc[0]'s bytes, 4..7 in sc[1]'s, as signed bytes */
-        const uint32_t hi = s[2] >> (4 * hh);
-        uint32_t sc[2];
-        sc[0] = sub_bytes7(((s[0] >> (4 * hh)) & 0x0F0F0F0Fu) | ((hi & 0x03030303u) << 4), 0x20202020u);
-        sc[1] = sub_bytes7(((s[1] >> (4 * hh)) & 0x0F0F0F0Fu) | (((hi >> 2) & 0x03030303u) << 4), 0x20202020u);
-#pragma unroll
-        for (int i = 0; i < 8; i++) hm[i] = ~hm[i] >> (4 * hh); /* bit k of each byte: 1 where the high bit is 0 */
-        int a[8];
-        float acc = 0.0f;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            load_act32(xq + 128 * hh + 32 * k, a);
-            int s0 = 0, s1 = 0;
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                const uint32_t lo = ((qs[i] >> (2 * k)) & 0x03030303u) | 0x80808080u;
-                const uint32_t v = (lo - (((hm[i] >> k) & 0x01010101u) << 2)) ^ 0x80808080u;
-                if (i < 4) s0 = __dp4a((int)v, a[i], s0);
-                else s1 = __dp4a((int)v, a[i], s1);
-            }
-            const uint32_t w = sc[k >> 1] >> (16 * (k & 1));
-            acc += __ldg(&ds[4 * hh + k].x) * (float)((int)(int8_t)w * s0 + (int)(int8_t)(w >> 8) * s1);
-        }
-        return d * acc;
-    }
-};
-
 /* v3 (names "/ksK"): split K, the library's gemv_q8_ks (gemv_kernels.cuh). */
 template <class F, int W, int R, int U, int KS>
 static void run_q8_ksplit(const lab_ctx *c) {
@@ -274,7 +223,7 @@ static const variant variants[] = {
     V_Q8("Q4_0", fmt_q4_0, 1, 4, false),     V_Q8("Q4_1", fmt_q4_1, 1, 4, false),
     V_Q8("Q5_0", fmt_q5_0, 1, 4, false),     V_Q8("Q5_1", fmt_q5_1, 1, 4, false),
     V_Q8("Q8_0", fmt_q8_0, 1, 4, false),     V_Q8("Q2_K", fmt_q2_K, 4, 1, true),
-    V_Q8("Q3_K", fmt_q3_K, 1, 1, false),     V_Q8("Q4_K", fmt_q4_K, 2, 2, true),
+    V_Q8("Q3_K", fmt_q3_K, 4, 1, true),     V_Q8("Q4_K", fmt_q4_K, 2, 2, true),
     V_Q8("Q5_K", fmt_q5_K, 2, 2, true),      V_Q8("Q6_K", fmt_q6_K, 2, 2, true),
     V_Q8("IQ4_NL", fmt_iq4_nl, 1, 4, false), V_Q8("IQ4_XS", fmt_iq4_xs, 1, 2, false),
     V_Q8("MXFP4", fmt_mxfp4, 1, 4, false),   {"F16", 1, 2, run_f16<false>}, {"BF16", 1, 2, run_f16<true>},
@@ -291,6 +240,13 @@ static const variant variants[] = {
     V_TUNE2("MXFP4", fmt_mxfp4), V_TUNE2("Q5_0", fmt_q5_0),
     V_KSPLIT("Q4_0", fmt_q4_0, 4), V_KSPLIT("Q8_0", fmt_q8_0, 4), V_KSPLIT("Q4_K", fmt_q4_K, 2),
     V_KSPLIT("Q6_K", fmt_q6_K, 2),
+    /* v7 (argument "/ks"): split K at U = 1, which the launcher takes when a
+     * row's items fit one pass of the KS warps (Qwen's 4864-wide down, a
+     * 4096 -> 1024 V) */
+    {"Q4_K/ks4u1", 256, 144, run_q8_ksplit<fmt_q4_K, 4, 2, 1, 4>},
+    {"Q6_K/ks4u1", 256, 210, run_q8_ksplit<fmt_q6_K, 4, 2, 1, 4>},
+    {"Q4_0/ks4u1", 32, 18, run_q8_ksplit<fmt_q4_0, 4, 2, 1, 4>},
+    {"Q4_K/ks2u1", 256, 144, run_q8_ksplit<fmt_q4_K, 4, 2, 1, 2>},
     /* v5 (argument "lowks"): split K 4 for the 2- and 3-bit K-quants against
      * their plain launch (14336-wide rows: 112 items, 4 dependent passes a
      * lane, 19-22% of copy bandwidth). Measured: Q3_K's 14336 x 4096 27.0 ->
@@ -299,14 +255,6 @@ static const variant variants[] = {
     {"Q2_K/lowks4", 256, 84, run_q8_ksplit<fmt_q2_K, 4, 2, 1, 4>},
     {"Q3_K/lowks-lib", 256, 110, run_q8<fmt_q3_K, 4, 1, false, 1>},
     {"Q3_K/lowks4", 256, 110, run_q8_ksplit<fmt_q3_K, 4, 2, 1, 4>},
-    /* v6 (argument "v2"): Q3_K with fewer operations a word, against the
-     * library in each launch the library uses for it */
-    {"Q3_K/v2-lib", 256, 110, run_q8<fmt_q3_K, 4, 1, false, 1>},
-    {"Q3_K/v2", 256, 110, run_q8<fmt_q3_K_v2, 4, 1, false, 1>},
-    {"Q3_K/v2-lib/r4", 256, 110, run_q8<fmt_q3_K, 4, 4, true, 1>},
-    {"Q3_K/v2/r4", 256, 110, run_q8<fmt_q3_K_v2, 4, 4, true, 1>},
-    {"Q3_K/v2-lib/ks4", 256, 110, run_q8_ksplit<fmt_q3_K, 4, 2, 1, 4>},
-    {"Q3_K/v2/ks4", 256, 110, run_q8_ksplit<fmt_q3_K_v2, 4, 2, 1, 4>},
 };
 
 typedef struct lab_shape {
@@ -315,7 +263,7 @@ typedef struct lab_shape {
 } lab_shape;
 
 static const lab_shape shapes[] = {
-    {"Llama-3-8B", 4096, 4096},  {"Llama-3-8B", 4096, 14336}, {"Llama-3-8B", 14336, 4096},
+    {"Llama-3-8B", 4096, 4096},  {"Llama-3-8B", 4096, 1024},   {"Llama-3-8B", 4096, 14336}, {"Llama-3-8B", 14336, 4096},
     {"Llama-3-8B", 4096, 128256}, {"Qwen2.5-0.5B", 896, 896},  {"Qwen2.5-0.5B", 896, 4864},
     {"Qwen2.5-0.5B", 4864, 896}, {"Qwen2.5-0.5B", 896, 151936},
 };
@@ -410,7 +358,7 @@ static double time_calls(lab_fn fn, lab_ctx *c, const uint8_t *base, size_t copy
     return best * 1e3 / calls;  /* microseconds per call */
 }
 
-/* v6's check: a rewritten format against the library's on the same random
+/* A rewritten format's check: it against the library's on the same random
  * blocks (every fp16 d set to a finite scale): the same integer sums and the
  * same fp32 operations, so the outputs must be equal bit for bit. */
 __global__ void set_d(uint8_t *W, size_t n_blocks, int bytes, int d_off) {
@@ -483,17 +431,13 @@ int main(int argc, char **argv) {
     CK(cudaMalloc(&sc, sizeof(act_scale)));
     fill_x<<<CEIL_DIV(max_k, 256), 256>>>(x, max_k);
     CK_LAUNCH("fill_x");
-    for (int a = 2; a < argc; a++)
-        if (strstr(argv[a], "v2")) {
-            check_same<fmt_q3_K, fmt_q3_K_v2>("Q3_K/v2", x, xq, xds, sc, y);
-            break;
-        }
+    /* a rewritten format goes here first, e.g.
+     * check_same<fmt_q3_K, fmt_q3_K_v2>("Q3_K/v2", x, xq, xds, sc, y); */
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         const variant *var = &variants[v];
         /* no filter: every variant but the tuning sweeps */
         bool wanted = argc <= 2 && !strstr(var->name, "/w") && !strstr(var->name, "/u") && !strstr(var->name, "/r") &&
-                      !strstr(var->name, "/ks") && !strstr(var->name, "/lowks") &&
-                      !strstr(var->name, "/v2");
+                      !strstr(var->name, "/ks") && !strstr(var->name, "/lowks");
         for (int a = 2; a < argc; a++) /* "=NAME": that variant alone; else names containing it */
             wanted |= argv[a][0] == '=' ? !strcmp(var->name, argv[a] + 1) : strstr(var->name, argv[a]) != NULL;
         if (!wanted) continue;

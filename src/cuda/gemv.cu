@@ -118,33 +118,49 @@ static unsigned grid_of(const nib_cuda_weight *w, int rows_per_block) {
  * Q6_K V projection, 4096 -> 1024: 256 blocks at KS = 2, 12% of copy
  * bandwidth under ncu; 416.4 -> 419.3 t/s, bench/gpu-decode-notes.md v19).
  * Rows under 4096 (Gemma 3 270M's 2048-wide down) keep the plain kernel:
- * unmeasured there. The formats that have it: KSP. Q3_K takes it (kernel
- * lab, Llama-3-8B's 14336 x 4096: 27.0 -> 20.9 us, the rule picks KS = 4);
- * Q2_K does not (13.3 -> 18.5 us there). */
-template <class F, int R, int U, bool KSP>
+ * unmeasured there. Which formats take it, and where: KS_ALL (every rule
+ * above), KS_NARROW (only KS = 4's first and last rules: rows >= 5 times as
+ * long as there are rows, or at most 1024 rows) for Q3_K, whose 4-row warps
+ * beat split K on Llama-3-8B's 14336 x 4096 (kernel lab: 19.1 us against
+ * 21.2) but not on Qwen2.5-0.5B's 4864 x 896 (7.9 against 5.8) or on a few
+ * rows (64 blocks of 16 rows for 1024); KS_NONE for the rest (Q2_K lost with
+ * it: 13.3 -> 18.5 us on 14336 x 4096). */
+enum { KS_NONE, KS_ALL, KS_NARROW };
+template <class F, int U, int KS>
+static cudaError_t launch_ks(const mm_args *a) {
+    constexpr int W = GEMV_WARPS, R2 = 2;
+    constexpr auto K = gemv_q8_ks<F, W, R2, U, KS>;
+    const nib_cuda_weight *w = a->w;
+    return pdl_launch(K, dim3(grid_of<K>(w, (W / KS) * R2)), dim3(W * 32), 0, a->stream, w->dev, w->row_bytes, a->a,
+                      a->y, (int)w->n_in, (int)w->n_out, a->add);
+}
+/* A row whose items all fit one pass of the KS warps' lanes at one item each
+ * runs U = 1: dot_rows computes all U items of a pass, so U = 2 there doubles
+ * the work for nothing (Qwen2.5-0.5B's 4864-wide down: 38 items on 128
+ * lanes; a 4096 -> 1024 V: 32). */
+template <class F, int U, int KS>
+static cudaError_t launch_ks_u(const mm_args *a) {
+    if (U > 1 && a->w->n_in / F::CH <= 32 * KS) return launch_ks<F, 1, KS>(a);
+    return launch_ks<F, U, KS>(a);
+}
+template <class F, int R, int U, int KSP>
 static cudaError_t launch_q8_ks(const mm_args *a, bool *taken) {
     *taken = false;
-    if constexpr (KSP) {
+    if constexpr (KSP != KS_NONE) {
         const nib_cuda_weight *w = a->w;
         const int n_in = (int)w->n_in, n_out = (int)w->n_out;
         if (a->n_tok != 1 || a->best || n_in < 3 * n_out || n_in < 4096) return cudaSuccess;
+        if (KSP == KS_NARROW && n_in < 5 * n_out && n_out > 1024) return cudaSuccess;
         *taken = true;
-        constexpr int W = GEMV_WARPS, R2 = 2;
         const bool two_passes = n_in / F::CH > 2 * 32 * U;
-        if (n_in >= 5 * n_out || (two_passes && !has_w<F>::value) || n_out <= 1024) {
-            constexpr auto K = gemv_q8_ks<F, W, R2, U, 4>;
-            return pdl_launch(K, dim3(grid_of<K>(w, (W / 4) * R2)), dim3(W * 32), 0, a->stream, w->dev, w->row_bytes,
-                              a->a, a->y, n_in, n_out, a->add);
-        }
-        constexpr auto K = gemv_q8_ks<F, W, R2, U, 2>;
-        return pdl_launch(K, dim3(grid_of<K>(w, (W / 2) * R2)), dim3(W * 32), 0, a->stream, w->dev, w->row_bytes,
-                          a->a, a->y, n_in, n_out, a->add);
+        if (n_in >= 5 * n_out || (two_passes && !has_w<F>::value) || n_out <= 1024) return launch_ks_u<F, U, 4>(a);
+        return launch_ks_u<F, U, 2>(a);
     }
     (void)a;
     return cudaSuccess;
 }
 
-template <class F, int R, int U, bool KSP = false>
+template <class F, int R, int U, int KSP = KS_NONE>
 static cudaError_t launch_q8(const mm_args *a) {
     const nib_cuda_weight *w = a->w;
     const int n_in = (int)w->n_in, n_out = (int)w->n_out;
@@ -255,7 +271,7 @@ typedef struct gemv_row {
      GEMV_WARPS * (R), P}
 /* the same with split K for long rows (launch_q8_ks) */
 #define ROW_Q8_KS(T, NAME, F, R, U, P)                                                                    \
-    {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U, true>, launch_q8_glu<F, R, U>,      \
+    {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U, KS_ALL>, launch_q8_glu<F, R, U>,    \
      occupancy_q8<F, R, U>, GEMV_WARPS * (R), P}
 
 static const gemv_row gemv_rows[] = {
@@ -267,7 +283,12 @@ static const gemv_row gemv_rows[] = {
     ROW_Q8_KS(Q5_1, "q5_1", fmt_q5_1, 1, 4, false),
     ROW_Q8_KS(Q8_0, "q8_0", fmt_q8_0, 1, 4, false),
     ROW_Q8(Q2_K, "q2_K", fmt_q2_K, 4, 1, true),
-    ROW_Q8_KS(Q3_K, "q3_K", fmt_q3_K, 1, 1, false),
+    /* Q3_K: 4 rows a warp on a persistent grid for one token (kernel lab,
+     * against 1 row a warp: 4096 x 14336 26.8 -> 17.7 us, 4096 x 4096 10.8 ->
+     * 8.5), split K only where rows are few (KS_NARROW); its gate/up kernel
+     * keeps 1 row a warp (2 with the up rows), unmeasured with more */
+    {NIB_TYPE_Q3_K, "gemv_q8<q3_K>", true, launch_q8<fmt_q3_K, 4, 1, KS_NARROW>, launch_q8_glu<fmt_q3_K, 1, 1>,
+     occupancy_q8<fmt_q3_K, 4, 1>, GEMV_WARPS * 4, true},
     ROW_Q8_KS(Q4_K, "q4_K", fmt_q4_K, 2, 2, true),
     ROW_Q8_KS(Q5_K, "q5_K", fmt_q5_K, 2, 2, true),
     ROW_Q8_KS(Q6_K, "q6_K", fmt_q6_K, 2, 2, true),

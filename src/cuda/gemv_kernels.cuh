@@ -396,19 +396,23 @@ struct fmt_q6_K {
     }
 };
 
-/* Q3_K scale of 16-element sub-block j = 8hh + i (i = 0..7, a compile-time
- * constant after unrolling, so s[] stays in registers), signed; the layout of
- * quant/q_k.c qk_unpack_q3_scales: low nibble in byte i (hh = 0) or its high
- * nibble (hh = 1), high 2 bits in byte 8 + j%4 at bit 2*(j/4). */
-__device__ __forceinline__ int scale_q3(int hh, int i, const uint32_t (&s)[3]) {
-    const int lo = (byte_at(s, i) >> (4 * hh)) & 0xF;
-    const int hi = (byte_at(s, 8 + (i & 3)) >> (2 * (2 * hh + (i >> 2)))) & 3;
-    return (lo | (hi << 4)) - 32;
-}
-
 /* Q3_K, 110 bytes: hmask[32], qs[64], scales[12], d. Item = 128 elements (half
  * hh): element e = 128hh + 32k + l has low bits (qs[32hh + l] >> 2k) & 3 and
- * high bit (hmask[l] >> (4hh + k)) & 1; value (low | high << 2) - 4. */
+ * high bit (hmask[l] >> (4hh + k)) & 1; value (low | high << 2) - 4. The scale
+ * of 16-element sub-block j = 8hh + i, signed (quant/q_k.c
+ * qk_unpack_q3_scales): low nibble in byte i (hh = 0) or its high nibble
+ * (hh = 1), high 2 bits in byte 8 + j%4 at bit 2*(j/4), minus 32.
+ * Written for few operations a word (Q3_K was the heaviest format per weight
+ * byte, ~14 PTX instructions a byte against ~6.5 for Q4_K):
+ *  - the quant as low - 4 (1 - high): ~hmask shifted once per item, then each
+ *    word is one mask of qs with every byte's high bit set, one mask of the
+ *    shifted ~hmask, a subtract that cannot borrow across bytes and an xor
+ *    back to signed bytes;
+ *  - the 8 scales of the half built 4 at a time as bytes.
+ * Kernel lab, H200, 4 rows a warp on a persistent grid (the launch gemv.cu
+ * gives Q3_K), against the form before: 4096 x 14336 20.9 -> 17.7 us,
+ * 14336 x 4096 27.2 -> 19.1, 4096 x 128256 119.8 -> 105.8
+ * (bench/results/2026-11-30-h200-gemv-q3k.md). */
 struct fmt_q3_K {
     static constexpr int QK = 256, BYTES = 110, CH = 128;
     static __device__ __forceinline__ float dot(const uint8_t *b, int hh, const int8_t *xq, const float2 *ds) {
@@ -417,6 +421,13 @@ struct fmt_q3_K {
         load_words(b, hm);
         load_words(b + 96, s);
         const float d = h2f(__ldg((const unsigned short *)(b + 108)));
+        /* scales i = 0..3 in sc[0]'s bytes, 4..7 in sc[1]'s, as signed bytes */
+        const uint32_t hi = s[2] >> (4 * hh);
+        uint32_t sc[2];
+        sc[0] = sub_bytes7(((s[0] >> (4 * hh)) & 0x0F0F0F0Fu) | ((hi & 0x03030303u) << 4), 0x20202020u);
+        sc[1] = sub_bytes7(((s[1] >> (4 * hh)) & 0x0F0F0F0Fu) | (((hi >> 2) & 0x03030303u) << 4), 0x20202020u);
+#pragma unroll
+        for (int i = 0; i < 8; i++) hm[i] = ~hm[i] >> (4 * hh); /* bit k of each byte: 1 where the high bit is 0 */
         int a[8];
         float acc = 0.0f;
 #pragma unroll
@@ -425,12 +436,13 @@ struct fmt_q3_K {
             int s0 = 0, s1 = 0;
 #pragma unroll
             for (int i = 0; i < 8; i++) {
-                uint32_t v = ((qs[i] >> (2 * k)) & 0x03030303u) | (((hm[i] >> (4 * hh + k)) & 0x01010101u) << 2);
-                v = sub_bytes7(v, 0x04040404u);
+                const uint32_t lo = ((qs[i] >> (2 * k)) & 0x03030303u) | 0x80808080u;
+                const uint32_t v = (lo - (((hm[i] >> k) & 0x01010101u) << 2)) ^ 0x80808080u;
                 if (i < 4) s0 = __dp4a((int)v, a[i], s0);
                 else s1 = __dp4a((int)v, a[i], s1);
             }
-            acc += __ldg(&ds[4 * hh + k].x) * (float)(scale_q3(hh, 2 * k, s) * s0 + scale_q3(hh, 2 * k + 1, s) * s1);
+            const uint32_t w = sc[k >> 1] >> (16 * (k & 1));
+            acc += __ldg(&ds[4 * hh + k].x) * (float)((int)(int8_t)w * s0 + (int)(int8_t)(w >> 8) * s1);
         }
         return d * acc;
     }
