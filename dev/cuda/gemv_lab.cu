@@ -247,6 +247,24 @@ static const variant variants[] = {
     {"Q6_K/ks4u1", 256, 210, run_q8_ksplit<fmt_q6_K, 4, 2, 1, 4>},
     {"Q4_0/ks4u1", 32, 18, run_q8_ksplit<fmt_q4_0, 4, 2, 1, 4>},
     {"Q4_K/ks2u1", 256, 144, run_q8_ksplit<fmt_q4_K, 4, 2, 1, 2>},
+    /* v8 (argument "/ks"): split K with 4 rows a warp group, so each
+     * activation load serves 4 rows (2 before): the down projections read
+     * twice the GLU's activation bytes per weight byte and stream at ~2,150
+     * GB/s where the GLU streams at ~2,980 */
+    {"Q4_K/ks4r4u1", 256, 144, run_q8_ksplit<fmt_q4_K, 4, 4, 1, 4>},
+    {"Q6_K/ks4r4u1", 256, 210, run_q8_ksplit<fmt_q6_K, 4, 4, 1, 4>},
+    {"Q4_K/ks2r4u1", 256, 144, run_q8_ksplit<fmt_q4_K, 4, 4, 1, 2>},
+    {"Q6_K/ks2r4u1", 256, 210, run_q8_ksplit<fmt_q6_K, 4, 4, 1, 2>},
+    {"Q4_K/ks4w8r4u1", 256, 144, run_q8_ksplit<fmt_q4_K, 8, 4, 1, 4>},
+    {"Q4_0/ks4r4u1", 32, 18, run_q8_ksplit<fmt_q4_0, 4, 4, 1, 4>},
+    {"Q4_0/ks2r4u2", 32, 18, run_q8_ksplit<fmt_q4_0, 4, 4, 2, 2>},
+    /* the launcher's split for about square matrices (gemv.cu), for the
+     * formats v8 did not time */
+    {"Q4_1/ks4r4u1", 32, 20, run_q8_ksplit<fmt_q4_1, 4, 4, 1, 4>},
+    {"Q5_0/ks4r4u1", 32, 22, run_q8_ksplit<fmt_q5_0, 4, 4, 1, 4>},
+    {"Q5_1/ks4r4u1", 32, 24, run_q8_ksplit<fmt_q5_1, 4, 4, 1, 4>},
+    {"Q8_0/ks4r4u1", 32, 34, run_q8_ksplit<fmt_q8_0, 4, 4, 1, 4>},
+    {"Q5_K/ks2r4u1", 256, 176, run_q8_ksplit<fmt_q5_K, 4, 4, 1, 2>},
     /* v5 (argument "lowks"): split K 4 for the 2- and 3-bit K-quants against
      * their plain launch (14336-wide rows: 112 items, 4 dependent passes a
      * lane, 19-22% of copy bandwidth). Measured: Q3_K's 14336 x 4096 27.0 ->

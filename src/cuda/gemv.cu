@@ -124,11 +124,21 @@ static unsigned grid_of(const nib_cuda_weight *w, int rows_per_block) {
  * beat split K on Llama-3-8B's 14336 x 4096 (kernel lab: 19.1 us against
  * 21.2) but not on Qwen2.5-0.5B's 4864 x 896 (7.9 against 5.8) or on a few
  * rows (64 blocks of 16 rows for 1024); KS_NONE for the rest (Q2_K lost with
- * it: 13.3 -> 18.5 us on 14336 x 4096). */
+ * it: 13.3 -> 18.5 us on 14336 x 4096).
+ * KS_ALL formats also split K on 4096-wide or longer rows whose matrix is
+ * about square (n_in / 3 < n_out <= 2 n_in, more than 1024 rows: Llama-3-8B's
+ * Q/K/V and output projections), with 4 rows a warp group and U = 1: KS = 4
+ * for the legacy formats (a 4096 row's 128 items, one a lane), KS = 2 for the
+ * K-quants (64 items, one a lane): each lane holds 4 rows' items where the
+ * plain launch holds 2 rows x 2 items, with twice the warps in flight.
+ * Kernel lab, 4096 x 4096, against the plain launch: Q4_K 7.7 -> 7.2 us, Q6_K
+ * 9.6 -> 8.9, Q4_0 7.6 -> 6.8; tg128 in one build: Llama-3-8B Q4_K_M 440 ->
+ * 451 t/s, Q4_0 524 -> 535 (bench/gpu-decode-notes.md v27). The same split
+ * for the down projections (4 rows a group there too) lost or tied. */
 enum { KS_NONE, KS_ALL, KS_NARROW };
-template <class F, int U, int KS>
+template <class F, int U, int KS, int R2 = 2>
 static cudaError_t launch_ks(const mm_args *a) {
-    constexpr int W = GEMV_WARPS, R2 = 2;
+    constexpr int W = GEMV_WARPS;
     constexpr auto K = gemv_q8_ks<F, W, R2, U, KS>;
     const nib_cuda_weight *w = a->w;
     return pdl_launch(K, dim3(grid_of<K>(w, (W / KS) * R2)), dim3(W * 32), 0, a->stream, w->dev, w->row_bytes, a->a,
@@ -136,8 +146,8 @@ static cudaError_t launch_ks(const mm_args *a) {
 }
 /* A row whose items all fit one pass of the KS warps' lanes at one item each
  * runs U = 1: dot_rows computes all U items of a pass, so U = 2 there doubles
- * the work for nothing (Qwen2.5-0.5B's 4864-wide down: 38 items on 128
- * lanes; a 4096 -> 1024 V: 32). */
+ * the work for nothing (Qwen2.5-0.5B's 4864-wide Q4_K down: 76 items on 128
+ * lanes; a 4096 -> 1024 V: 64). */
 template <class F, int U, int KS>
 static cudaError_t launch_ks_u(const mm_args *a) {
     if (U > 1 && a->w->n_in / F::CH <= 32 * KS) return launch_ks<F, 1, KS>(a);
@@ -149,6 +159,12 @@ static cudaError_t launch_q8_ks(const mm_args *a, bool *taken) {
     if constexpr (KSP != KS_NONE) {
         const nib_cuda_weight *w = a->w;
         const int n_in = (int)w->n_in, n_out = (int)w->n_out;
+        if (KSP == KS_ALL && a->n_tok == 1 && !a->best && n_in >= 4096 && n_in < 3 * n_out &&
+            n_out <= 2 * n_in && n_out > 1024) {
+            *taken = true;
+            if constexpr (has_w<F>::value) return launch_ks<F, 1, 4, 4>(a);
+            else return launch_ks<F, 1, 2, 4>(a);
+        }
         if (a->n_tok != 1 || a->best || n_in < 3 * n_out || n_in < 4096) return cudaSuccess;
         if (KSP == KS_NARROW && n_in < 5 * n_out && n_out > 1024) return cudaSuccess;
         *taken = true;
