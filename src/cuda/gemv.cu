@@ -134,8 +134,10 @@ static unsigned grid_of(const nib_cuda_weight *w, int rows_per_block) {
  * Kernel lab, 4096 x 4096, against the plain launch: Q4_K 7.7 -> 7.2 us, Q6_K
  * 9.6 -> 8.9, Q4_0 7.6 -> 6.8; tg128 in one build: Llama-3-8B Q4_K_M 440 ->
  * 451 t/s, Q4_0 524 -> 535 (bench/gpu-decode-notes.md v27). The same split
- * for the down projections (4 rows a group there too) lost or tied. */
-enum { KS_NONE, KS_ALL, KS_NARROW };
+ * for the down projections (4 rows a group there too) lost or tied. Q4_1
+ * loses with it (lab, 4096 x 4096: 7.2 -> 8.6 us; Q5_0 8.9 -> 8.2, Q5_1 8.8
+ * -> 8.6, Q8_0 9.5 -> 8.6, Q5_K 8.1 -> 7.8): KS_LONG, every rule but this. */
+enum { KS_NONE, KS_ALL, KS_LONG, KS_NARROW };
 template <class F, int U, int KS, int R2 = 2>
 static cudaError_t launch_ks(const mm_args *a) {
     constexpr int W = GEMV_WARPS;
@@ -285,19 +287,20 @@ typedef struct gemv_row {
 #define ROW_Q8(T, NAME, F, R, U, P)                                                                               \
     {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U>, launch_q8_glu<F, R, U>, occupancy_q8<F, R, U>, \
      GEMV_WARPS * (R), P}
-/* the same with split K for long rows (launch_q8_ks) */
-#define ROW_Q8_KS(T, NAME, F, R, U, P)                                                                    \
-    {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U, KS_ALL>, launch_q8_glu<F, R, U>,    \
+/* the same with split K (launch_q8_ks: KS_ALL, or KS_LONG without the
+ * about square matrices' rule) */
+#define ROW_Q8_KS(T, NAME, F, R, U, P, KSP)                                                               \
+    {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U, KSP>, launch_q8_glu<F, R, U>,       \
      occupancy_q8<F, R, U>, GEMV_WARPS * (R), P}
 
 static const gemv_row gemv_rows[] = {
     {NIB_TYPE_F16, "gemv_f16", false, launch_f16<false>, NULL, occupancy_f16<false>, GEMV_WARPS, true},
     {NIB_TYPE_BF16, "gemv_bf16", false, launch_f16<true>, NULL, occupancy_f16<true>, GEMV_WARPS, true},
-    ROW_Q8_KS(Q4_0, "q4_0", fmt_q4_0, 1, 4, false),
-    ROW_Q8_KS(Q4_1, "q4_1", fmt_q4_1, 1, 4, false),
-    ROW_Q8_KS(Q5_0, "q5_0", fmt_q5_0, 1, 4, false),
-    ROW_Q8_KS(Q5_1, "q5_1", fmt_q5_1, 1, 4, false),
-    ROW_Q8_KS(Q8_0, "q8_0", fmt_q8_0, 1, 4, false),
+    ROW_Q8_KS(Q4_0, "q4_0", fmt_q4_0, 1, 4, false, KS_ALL),
+    ROW_Q8_KS(Q4_1, "q4_1", fmt_q4_1, 1, 4, false, KS_LONG),
+    ROW_Q8_KS(Q5_0, "q5_0", fmt_q5_0, 1, 4, false, KS_ALL),
+    ROW_Q8_KS(Q5_1, "q5_1", fmt_q5_1, 1, 4, false, KS_ALL),
+    ROW_Q8_KS(Q8_0, "q8_0", fmt_q8_0, 1, 4, false, KS_ALL),
     ROW_Q8(Q2_K, "q2_K", fmt_q2_K, 4, 1, true),
     /* Q3_K: 4 rows a warp on a persistent grid for one token (kernel lab,
      * against 1 row a warp: 4096 x 14336 26.8 -> 17.7 us, 4096 x 4096 10.8 ->
@@ -305,9 +308,9 @@ static const gemv_row gemv_rows[] = {
      * keeps 1 row a warp (2 with the up rows), unmeasured with more */
     {NIB_TYPE_Q3_K, "gemv_q8<q3_K>", true, launch_q8<fmt_q3_K, 4, 1, KS_NARROW>, launch_q8_glu<fmt_q3_K, 1, 1>,
      occupancy_q8<fmt_q3_K, 4, 1>, GEMV_WARPS * 4, true},
-    ROW_Q8_KS(Q4_K, "q4_K", fmt_q4_K, 2, 2, true),
-    ROW_Q8_KS(Q5_K, "q5_K", fmt_q5_K, 2, 2, true),
-    ROW_Q8_KS(Q6_K, "q6_K", fmt_q6_K, 2, 2, true),
+    ROW_Q8_KS(Q4_K, "q4_K", fmt_q4_K, 2, 2, true, KS_ALL),
+    ROW_Q8_KS(Q5_K, "q5_K", fmt_q5_K, 2, 2, true, KS_ALL),
+    ROW_Q8_KS(Q6_K, "q6_K", fmt_q6_K, 2, 2, true, KS_ALL),
     ROW_Q8(IQ4_NL, "iq4_nl", fmt_iq4_nl, 1, 4, false),
     ROW_Q8(IQ4_XS, "iq4_xs", fmt_iq4_xs, 1, 2, false),
     ROW_Q8(MXFP4, "mxfp4", fmt_mxfp4, 1, 4, false),
