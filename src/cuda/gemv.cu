@@ -125,12 +125,15 @@ static unsigned grid_of(const nib_cuda_weight *w, int rows_per_block) {
  * 21.2) but not on Qwen2.5-0.5B's 4864 x 896 (7.9 against 5.8) or on a few
  * rows (64 blocks of 16 rows for 1024); KS_NONE for the rest (Q2_K lost with
  * it: 13.3 -> 18.5 us on 14336 x 4096).
- * KS_ALL formats also split K on 4096-wide or longer rows whose matrix is
- * about square (n_in / 3 < n_out <= 2 n_in, more than 1024 rows: Llama-3-8B's
- * Q/K/V and output projections), with 4 rows a warp group and U = 1: KS = 4
- * for the legacy formats (a 4096 row's 128 items, one a lane), KS = 2 for the
- * K-quants (64 items, one a lane): each lane holds 4 rows' items where the
- * plain launch holds 2 rows x 2 items, with twice the warps in flight.
+ * KS_ALL formats also split K where the matrix is about square (n_in / 3 <
+ * n_out <= 2 n_in, more than 1024 rows: Q/K/V and output projections) and
+ * a row has an item for at least 7 of every 8 lanes of the split, with 4
+ * rows a warp group and U = 1: KS = 4 for the legacy formats (a 4096 row's
+ * 128 items, one a lane), KS = 2 for the K-quants (64 items): each lane
+ * holds 4 rows' items where the plain launch holds 2 rows x 2 items, with
+ * twice the warps in flight. The 7/8: Qwen2.5-7B's 3584-wide rows (56 items
+ * on 64 lanes) gained (tg128 396.1 -> 407.3 t/s), Llama-3.2-1B's 2048-wide
+ * ones (32 on 64) lost (1,419 -> 1,398), in one run (v27).
  * Kernel lab, 4096 x 4096, against the plain launch: Q4_K 7.7 -> 7.2 us, Q6_K
  * 9.6 -> 8.9, Q4_0 7.6 -> 6.8; tg128 in one build: Llama-3-8B Q4_K_M 440 ->
  * 451 t/s, Q4_0 524 -> 535 (bench/gpu-decode-notes.md v27). The same split
@@ -161,11 +164,11 @@ static cudaError_t launch_q8_ks(const mm_args *a, bool *taken) {
     if constexpr (KSP != KS_NONE) {
         const nib_cuda_weight *w = a->w;
         const int n_in = (int)w->n_in, n_out = (int)w->n_out;
-        if (KSP == KS_ALL && a->n_tok == 1 && !a->best && n_in >= 4096 && n_in < 3 * n_out &&
-            n_out <= 2 * n_in && n_out > 1024) {
+        constexpr int KS_SQ = has_w<F>::value ? 4 : 2; /* the about square matrices' split */
+        if (KSP == KS_ALL && a->n_tok == 1 && !a->best && (n_in / F::CH) * 8 >= 7 * 32 * KS_SQ &&
+            n_in < 3 * n_out && n_out <= 2 * n_in && n_out > 1024) {
             *taken = true;
-            if constexpr (has_w<F>::value) return launch_ks<F, 1, 4, 4>(a);
-            else return launch_ks<F, 1, 2, 4>(a);
+            return launch_ks<F, 1, KS_SQ, 4>(a);
         }
         if (a->n_tok != 1 || a->best || n_in < 3 * n_out || n_in < 4096) return cudaSuccess;
         if (KSP == KS_NARROW && n_in < 5 * n_out && n_out > 1024) return cudaSuccess;
