@@ -777,9 +777,10 @@ gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__rest
  * or 4864 wide, few rows) a lane holds KS times fewer items per row, so
  * fewer dependent passes, and the short output gets KS times the warps.
  * Lab (dev/cuda/gemv_lab.cu "/ks", H200): 14336x4096 Q4_K 16.2 -> 14.6 us,
- * Q6_K 29.3 -> 25.6 (KS = 2); 4864x896 Q4_K 7.0 -> 5.7 (KS = 4); it loses on
- * 4096-wide rows and on LM heads, so the launcher picks it for long rows
- * only. One token; the row loop is block-uniform for the barriers. */
+ * Q6_K 29.3 -> 25.6 (KS = 2); 4864x896 Q4_K 7.0 -> 5.7 (KS = 4); with 2
+ * rows a group it loses on 4096-wide rows and on LM heads; with 4 rows a
+ * group it wins on about square matrices of 3584-wide rows and up (gemv.cu
+ * launch_q8_ks). One token; the row loop is block-uniform for the barriers. */
 template <class F, int WARPS, int R, int U, int KS>
 __global__ void __launch_bounds__(WARPS * 32)
 gemv_q8_ks(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int n_in, int n_out,
