@@ -364,6 +364,16 @@ static const variant variants[] = {
      * have none in the library (IQ4_NL, IQ4_XS, MXFP4: 34-38% of copy
      * bandwidth on 14336 x 4096 with their plain launch) */
     V_KSPLIT("IQ4_NL", fmt_iq4_nl, 4), V_KSPLIT("IQ4_XS", fmt_iq4_xs, 2), V_KSPLIT("MXFP4", fmt_mxfp4, 4),
+    /* v11 (argument "/r4", not yet run): 4 rows a warp on a persistent grid,
+     * U = 1, for the formats still at 1 row a warp: Q3_K's 1-row launch was
+     * latency bound (one item in flight a lane; 4 rows took its 4096 x 14336
+     * from 26.8 to 20.9 us before its dot was rewritten), and these run at
+     * 9-38% of copy bandwidth on 14336 x 4096 */
+#define V_R4(NAME, F) {NAME "/r4", F::QK, F::BYTES, run_q8<F, 4, 4, true, 1>}
+    V_R4("IQ4_NL", fmt_iq4_nl), V_R4("IQ4_XS", fmt_iq4_xs), V_R4("MXFP4", fmt_mxfp4), V_R4("TQ1_0", fmt_tq1_0),
+    V_R4("TQ2_0", fmt_tq2_0), V_R4("IQ2_XXS", fmt_iq2_xxs), V_R4("IQ2_XS", fmt_iq2_xs), V_R4("IQ2_S", fmt_iq2_s),
+    V_R4("IQ3_XXS", fmt_iq3_xxs), V_R4("IQ3_S", fmt_iq3_s), V_R4("IQ1_S", fmt_iq1_s), V_R4("IQ1_M", fmt_iq1_m),
+#undef V_R4
     /* v7 (argument "/ks"): split K at U = 1, which the launcher takes when a
      * row's items fit one pass of the KS warps (Qwen's 4864-wide down, a
      * 4096 -> 1024 V) */
