@@ -33,6 +33,7 @@
  * "pair" times two matrices of different formats in one kernel (v9 below).
  */
 #include <cuda_runtime.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -545,6 +546,66 @@ static void check_same(const char *name, float *x, int8_t *xq, float2 *xds, act_
     CK(cudaFree(y2));
 }
 
+/* v9's run (argument "pair"): the check, then both ways timed as the table's rows */
+static void emitf(FILE *out, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fputs(line, stdout);
+    if (out) fputs(line, out);
+}
+static void pair_case(FILE *out, double copy_gbs, float *x, int8_t *xq, float2 *xds, act_scale *sc, float *y,
+                      cudaStream_t st) {
+    const size_t rb_a = (PAIR_K / 256) * 144, rb_b = (PAIR_K / 256) * 210;
+    pair_geo.v_off = (rb_a * PAIR_QK + 255) / 256 * 256;
+    pair_geo.v_row_bytes = rb_b, pair_geo.v_rows = PAIR_V;
+    const size_t copy_bytes = (pair_geo.v_off + rb_b * PAIR_V + 255) / 256 * 256;
+    const int n_copies = (int)(((size_t)1 << 30) / copy_bytes) + 1;
+    uint8_t *W;
+    CK(cudaMalloc(&W, copy_bytes * n_copies + 256));
+    fill_random<<<2048, 256>>>((uint32_t *)W, (copy_bytes * n_copies + 256) / 4, 99u);
+    /* finite scales in the first copy, for the check: Q4_K d and dmin at 0 and 2, Q6_K d at 208 */
+    set_d<<<1024, 256>>>(W, (size_t)PAIR_QK * (PAIR_K / 256), 144, 0);
+    set_d<<<1024, 256>>>(W + 2, (size_t)PAIR_QK * (PAIR_K / 256), 144, 0);
+    set_d<<<1024, 256>>>(W + pair_geo.v_off, (size_t)PAIR_V * (PAIR_K / 256), 210, 208);
+    CK_LAUNCH("pair weights");
+    lab_ctx c = {W, rb_a, x, xq, xds, sc, y, PAIR_K, PAIR_QK, st};
+    const int n_y = PAIR_QK + PAIR_V;
+    float *h1 = (float *)malloc(sizeof(float) * n_y), *h2 = (float *)malloc(sizeof(float) * n_y);
+    run_pair_two(&c);
+    CK(cudaStreamSynchronize(st));
+    CK(cudaMemcpy(h1, y, sizeof(float) * n_y, cudaMemcpyDeviceToHost));
+    CK(cudaMemset(y, 0xFF, sizeof(float) * n_y));
+    run_pair_one(&c);
+    CK(cudaStreamSynchronize(st));
+    CK(cudaMemcpy(h2, y, sizeof(float) * n_y, cudaMemcpyDeviceToHost));
+    int diff = 0, finite = 0;
+    for (int i = 0; i < n_y; i++) diff += memcmp(&h1[i], &h2[i], 4) != 0, finite += isfinite(h1[i]) != 0;
+    emitf(out, "\npair check: %d of %d outputs differ from the two launches' bits, %d finite (%s)\n\n", diff, n_y,
+          finite, diff == 0 && finite == n_y ? "same" : "DIFFER");
+    free(h1), free(h2);
+    emitf(out, "| format | model | K x N | MB | stream us | graph us | PDL graph us | floor us | GB/s | %% copy |\n");
+    emitf(out, "|---|---|---|---|---|---|---|---|---|---|\n");
+    const double moved = (double)(rb_a * PAIR_QK + rb_b * PAIR_V) + 4.0 * PAIR_K + 4.0 * n_y;
+    const lab_fn fns[2] = {run_pair_two, run_pair_one};
+    const char *names[2] = {"Q4_K QK + Q6_K V/two", "Q4_K QK + Q6_K V/pair"};
+    for (int v = 0; v < 2; v++) {
+        const double us = time_calls(fns[v], &c, W, copy_bytes, n_copies, false);
+        const double us_g = time_calls(fns[v], &c, W, copy_bytes, n_copies, true);
+        lab_pdl = true;
+        const double us_p = time_calls(fns[v], &c, W, copy_bytes, n_copies, true);
+        lab_pdl = false;
+        double best = us_g < us ? us_g : us;
+        if (us_p < best) best = us_p;
+        const double gbs = moved / (best * 1e-6) / 1e9;
+        emitf(out, "| %s | Llama-3-8B | 4096x(5120+1024) | %.1f | %.1f | %.1f | %.1f | | %.0f | %.0f%% |\n", names[v],
+              moved / 1e6, us, us_g, us_p, gbs, 100.0 * gbs / copy_gbs);
+    }
+    CK(cudaFree(W));
+}
+
 int main(int argc, char **argv) {
     const char *out_path = argc > 1 ? argv[1] : NULL;
     cudaDeviceProp prop;
@@ -625,52 +686,7 @@ int main(int argc, char **argv) {
         }
     }
     for (int a = 2; a < argc; a++)
-        if (!strcmp(argv[a], "pair")) {
-            const size_t rb_a = (PAIR_K / 256) * 144, rb_b = (PAIR_K / 256) * 210;
-            pair_geo.v_off = (rb_a * PAIR_QK + 255) / 256 * 256;
-            pair_geo.v_row_bytes = rb_b, pair_geo.v_rows = PAIR_V;
-            const size_t copy_bytes = (pair_geo.v_off + rb_b * PAIR_V + 255) / 256 * 256;
-            const int n_copies = (int)(((size_t)1 << 30) / copy_bytes) + 1;
-            uint8_t *W;
-            CK(cudaMalloc(&W, copy_bytes * n_copies + 256));
-            fill_random<<<2048, 256>>>((uint32_t *)W, (copy_bytes * n_copies + 256) / 4, 99u);
-            /* finite scales in the first copy, for the check: Q4_K d and dmin at 0 and 2, Q6_K d at 208 */
-            set_d<<<1024, 256>>>(W, (size_t)PAIR_QK * (PAIR_K / 256), 144, 0);
-            set_d<<<1024, 256>>>(W + 2, (size_t)PAIR_QK * (PAIR_K / 256), 144, 0);
-            set_d<<<1024, 256>>>(W + pair_geo.v_off, (size_t)PAIR_V * (PAIR_K / 256), 210, 208);
-            CK_LAUNCH("pair weights");
-            lab_ctx c = {W, rb_a, x, xq, xds, sc, y, PAIR_K, PAIR_QK, st};
-            const int n_y = PAIR_QK + PAIR_V;
-            float *h1 = (float *)malloc(sizeof(float) * n_y), *h2 = (float *)malloc(sizeof(float) * n_y);
-            run_pair_two(&c);
-            CK(cudaStreamSynchronize(st));
-            CK(cudaMemcpy(h1, y, sizeof(float) * n_y, cudaMemcpyDeviceToHost));
-            CK(cudaMemset(y, 0xFF, sizeof(float) * n_y));
-            run_pair_one(&c);
-            CK(cudaStreamSynchronize(st));
-            CK(cudaMemcpy(h2, y, sizeof(float) * n_y, cudaMemcpyDeviceToHost));
-            int diff = 0, finite = 0;
-            for (int i = 0; i < n_y; i++) diff += memcmp(&h1[i], &h2[i], 4) != 0, finite += isfinite(h1[i]) != 0;
-            printf("pair check: %d of %d outputs differ from the two launches' bits, %d finite (%s)\n", diff, n_y,
-                   finite, diff == 0 && finite == n_y ? "same" : "DIFFER");
-            free(h1), free(h2);
-            const double moved = (double)(rb_a * PAIR_QK + rb_b * PAIR_V) + 4.0 * PAIR_K + 4.0 * n_y;
-            const lab_fn fns[2] = {run_pair_two, run_pair_one};
-            const char *names[2] = {"Q4_K QK + Q6_K V/two", "Q4_K QK + Q6_K V/pair"};
-            for (int v = 0; v < 2; v++) {
-                const double us = time_calls(fns[v], &c, W, copy_bytes, n_copies, false);
-                const double us_g = time_calls(fns[v], &c, W, copy_bytes, n_copies, true);
-                lab_pdl = true;
-                const double us_p = time_calls(fns[v], &c, W, copy_bytes, n_copies, true);
-                lab_pdl = false;
-                double best = us_g < us ? us_g : us;
-                if (us_p < best) best = us_p;
-                const double gbs = moved / (best * 1e-6) / 1e9;
-                EMIT("| %s | Llama-3-8B | 4096x(5120+1024) | %.1f | %.1f | %.1f | %.1f | | %.0f | %.0f%% |\n", names[v],
-                     moved / 1e6, us, us_g, us_p, gbs, 100.0 * gbs / copy_gbs);
-            }
-            CK(cudaFree(W));
-        }
+        if (!strcmp(argv[a], "pair")) pair_case(out, copy_gbs, x, xq, xds, sc, y, st);
     if (out) fclose(out);
     return 0;
 }
