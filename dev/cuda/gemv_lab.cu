@@ -657,7 +657,8 @@ int main(int argc, char **argv) {
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             const lab_shape *sh = &shapes[s];
             if (sh->k % var->qk != 0) {
-                EMIT("| %s | %s | %dx%d | - | n/a (K not whole blocks) | | | | | |\n", var->name, sh->model, sh->k, sh->n);
+                EMIT("| %s | %s | %dx%d | - | n/a (K not whole blocks) | | | | | |\n", var->name, sh->model, sh->k,
+                     sh->n);
                 continue;
             }
             const size_t row_bytes = (size_t)(sh->k / var->qk) * var->bytes;

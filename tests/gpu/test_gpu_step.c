@@ -327,7 +327,8 @@ static bool deferred_act_ok(const host_act *def, const host_act *pl, const float
     const size_t ab = nib_cuda_act_bytes(n, 1);
     memcpy(folded, def->bytes, ab);
     float *fds = (float *)(folded + ((const uint8_t *)def->ds - def->bytes));
-    for (int64_t b = 0; b < n / 32; b++) fds[2 * b] = (float)(def->ds[2 * b] * rs), fds[2 * b + 1] = (float)(def->ds[2 * b + 1] * rs);
+    for (int64_t b = 0; b < n / 32; b++)
+        fds[2 * b] = (float)(def->ds[2 * b] * rs), fds[2 * b + 1] = (float)(def->ds[2 * b + 1] * rs);
     memset(folded + ab - 32 * sizeof(double), 0, 32 * sizeof(double));
     return ok;
 }
