@@ -149,6 +149,74 @@ static int persistent_blocks(K kernel, int threads) {
     return sm_count * (per_sm > 0 ? per_sm : 1);
 }
 
+/* v12 (argument "/v1"): the IQ4_NL, IQ4_XS and MXFP4 dots as they were
+ * before they split into load and dot_w (no loads ahead of pdl_wait), for
+ * timing against the library's in one run */
+struct fmt_iq4_nl_v1 {
+    static constexpr int QK = 32, BYTES = 18, CH = 32;
+    static __device__ __forceinline__ float dot(const uint8_t *b, int, const int8_t *xq, const float2 *ds) {
+        uint32_t w[5];
+        load_words(b, w);
+        int a[8];
+        load_act32(xq, a);
+        int sumi = 0;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int2 v = lut16(__funnelshift_r(w[k], w[k + 1], 16), IQ4NL_T);
+            sumi = __dp4a(v.x, a[k], sumi);
+            sumi = __dp4a(v.y, a[k + 4], sumi);
+        }
+        return h2f(w[0]) * __ldg(&ds->x) * (float)sumi;
+    }
+};
+
+struct fmt_mxfp4_v1 {
+    static constexpr int QK = 32, BYTES = 17, CH = 32;
+    static __device__ __forceinline__ float dot(const uint8_t *b, int, const int8_t *xq, const float2 *ds) {
+        uint32_t w[5];
+        load_words(b, w);
+        int a[8];
+        load_act32(xq, a);
+        int sumi = 0;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int2 v = lut16(__funnelshift_r(w[k], w[k + 1], 8), MXFP4_T);
+            sumi = __dp4a(v.x, a[k], sumi);
+            sumi = __dp4a(v.y, a[k + 4], sumi);
+        }
+        const uint32_t e = w[0] & 0xFFu;
+        const float half_scale = __uint_as_float(e < 2 ? 0x00200000u << e : (e - 1) << 23);
+        return half_scale * __ldg(&ds->x) * (float)sumi;
+    }
+};
+
+struct fmt_iq4_xs_v1 {
+    static constexpr int QK = 256, BYTES = 136, CH = 64;
+    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
+        uint32_t hdr[2], q[8];
+        load_words_a4(b, hdr);
+        load_words_a4(b + 8 + 32 * c, q);
+        const float d = h2f(hdr[0]);
+        int a[8];
+        float acc = 0.0f;
+#pragma unroll
+        for (int t = 0; t < 2; t++) {
+            const int ib = 2 * c + t;
+            load_act32(xq + 32 * ib, a);
+            int sumi = 0;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const int2 v = lut16(q[4 * t + k], IQ4NL_T);
+                sumi = __dp4a(v.x, a[k], sumi);
+                sumi = __dp4a(v.y, a[k + 4], sumi);
+            }
+            const int ls = ((int)((hdr[1] >> (4 * ib)) & 15u) | (int)(((hdr[0] >> 16) >> (2 * ib)) & 3u) << 4) - 32;
+            acc += __ldg(&ds[ib].x) * (float)(ls * sumi);
+        }
+        return d * acc;
+    }
+};
+
 /* v1 (call it w4r1): the first library kernel, one warp per row, one block per
  * 4 rows. wWrR[p]: W warps per block, R rows per warp, p = persistent grid. */
 template <class F, int W, int R, bool P, int U = 2>
@@ -213,74 +281,13 @@ static void run_q8_ksplit(const lab_ctx *c) {
 }
 
 /* v9 (argument "pair"): Llama-3-8B Q4_K_M's Q/K/V where V is Q6_K (about
- * half its layers, and so in llama.cpp's Q4_K_M files): now two launches,
- * Q and K fused (4096 -> 5120, Q4_K, split K 2 with 4 rows a group) and V
- * (4096 -> 1024, Q6_K, split K 4), against one kernel whose first blocks
- * run the first and the rest the second (each block one body, so the
- * barriers stay block-uniform). The pair's outputs must equal the two
- * launches' bit for bit (the same bodies); the run checks that first.
- * ks_body is gemv_kernels.cuh's gemv_q8_ks with its block index and count
- * as arguments: if the pair wins, the library's kernel becomes that body
- * (its PTX then differs in register order only: checked with cmp after
- * renaming the shared array) and this copy goes. */
-template <class F, int WARPS, int R, int U, int KS>
-__device__ __forceinline__ void ks_body(const uint8_t *__restrict__ W, size_t row_bytes, const act_q8 &a,
-                                        float *__restrict__ y, int n_in, int n_out, int add, int block, int n_blocks) {
-    static_assert(WARPS % KS == 0, "whole groups of KS warps");
-    constexpr int GROUPS = WARPS / KS;
-    pdl_launch_dependents();
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, group = warp / KS, k = warp % KS;
-    const int base_first = block * GROUPS * R;
-    constexpr bool AHEAD = ahead<F, R, U>::on;
-    ahead<F, R, U> pre;
-    if (AHEAD) {
-        const uint8_t *wr[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) wr[r] = W + (size_t)min(base_first + group * R + r, n_out - 1) * row_bytes;
-        if (base_first < n_out) load_ahead<F, R, U, 32 * KS>(wr, n_in, k * 32 + lane, pre);
-    } else if (!AHEAD) {
-        const int first = base_first + group * R;
-        if (k == 0 && first < n_out && (size_t)n_out * row_bytes <= PREFETCH_MAX_BYTES)
-            prefetch_rows_l2(W + (size_t)first * row_bytes, (size_t)min(R, n_out - first) * row_bytes, lane);
-    }
-    pdl_wait();
-    const double rsp = act_rs_begin(a, lane);
-    __shared__ float part[WARPS][R];
-    auto rows = [&](int base_row, bool use_pre) {
-        const int row0 = base_row + group * R;
-        const uint8_t *wr[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) wr[r] = W + (size_t)min(row0 + r, n_out - 1) * row_bytes;
-        float acc[1][R];
-        dot_rows<F, R, U, 1, 32 * KS>(wr, a, 0, n_in, k * 32 + lane, acc, pre, use_pre);
-        if (lane == 0)
-#pragma unroll
-            for (int r = 0; r < R; r++) part[warp][r] = acc[0][r];
-        const float rs = act_rs_end(rsp);
-        __syncthreads();
-        if (k == 0 && lane < R && row0 + lane < n_out) {
-            float v = 0.0f;
-#pragma unroll
-            for (int j = 0; j < KS; j++) v += part[group * KS + j][lane];
-            v *= rs;
-            float *p = y + row0 + lane;
-            *p = add ? *p + v : v;
-        }
-        __syncthreads();
-    };
-    /* the first row group apart, so the words loaded ahead die with it */
-    int base_row = base_first;
-    if (AHEAD && base_row < n_out) rows(base_row, true), base_row += n_blocks * GROUPS * R;
-    for (; base_row < n_out; base_row += n_blocks * GROUPS * R) rows(base_row, false);
-}
-
-template <class FA, int RA, int KSA, class FB, int RB, int KSB>
-__global__ void __launch_bounds__(GEMV_WARPS * 32)
-gemv_ks_pair(const uint8_t *__restrict__ WA, size_t rb_a, int n_a, const uint8_t *__restrict__ WB, size_t rb_b,
-             int n_b, act_q8 a, float *__restrict__ y_a, float *__restrict__ y_b, int n_in, int g_a) {
-    if ((int)blockIdx.x < g_a) ks_body<FA, GEMV_WARPS, RA, 1, KSA>(WA, rb_a, a, y_a, n_in, n_a, 0, blockIdx.x, g_a);
-    else ks_body<FB, GEMV_WARPS, RB, 1, KSB>(WB, rb_b, a, y_b, n_in, n_b, 0, blockIdx.x - g_a, gridDim.x - g_a);
-}
+ * half its layers, and so in llama.cpp's Q4_K_M files): two launches, Q
+ * and K fused (4096 -> 5120, Q4_K, split K 2 with 4 rows a group) and V
+ * (4096 -> 1024, Q6_K, split K 4), against the library's gemv_q8_ks_pair,
+ * whose first blocks run the first and the rest the second. The pair's
+ * outputs must equal the two launches' bit for bit; the run checks that
+ * first. Measured before it went into the library (PDL graph): 9.7 -> 8.6
+ * us (bench/gpu-decode-notes.md v28). */
 
 /* one copy of the pair's weights: Q and K (n_out rows, c->row_bytes), then V */
 static struct {
@@ -309,7 +316,7 @@ static void run_pair_one(const lab_ctx *c) {
     act_q8 a;
     pair_act(c, &a);
     const int g_a = CEIL_DIV(c->n_out, 8), g_b = CEIL_DIV(pair_geo.v_rows, 2);
-    launch(gemv_ks_pair<fmt_q4_K, 4, 2, fmt_q6_K, 2, 4>, g_a + g_b, 128, c->st, c->W, c->row_bytes, c->n_out,
+    launch(gemv_q8_ks_pair<fmt_q4_K, 4, 2, fmt_q6_K, 2, 4>, g_a + g_b, 128, c->st, c->W, c->row_bytes, c->n_out,
            c->W + pair_geo.v_off, pair_geo.v_row_bytes, pair_geo.v_rows, a, c->y, c->y + c->n_out, c->n_in, g_a);
 }
 
@@ -348,7 +355,7 @@ static const variant variants[] = {
     V_Q8("Q5_K", fmt_q5_K, 2, 2, true),      V_Q8("Q6_K", fmt_q6_K, 2, 2, true),
     V_Q8("IQ4_NL", fmt_iq4_nl, 1, 4, false), V_Q8("IQ4_XS", fmt_iq4_xs, 1, 2, false),
     V_Q8("MXFP4", fmt_mxfp4, 1, 4, false),   {"F16", 1, 2, run_f16<false>}, {"BF16", 1, 2, run_f16<true>},
-    V_Q8("TQ1_0", fmt_tq1_0, 1, 1, false),   V_Q8("TQ2_0", fmt_tq2_0, 1, 1, false),
+    V_Q8("TQ1_0", fmt_tq1_0, 4, 1, true),    V_Q8("TQ2_0", fmt_tq2_0, 4, 1, true),
     V_Q8("IQ2_XXS", fmt_iq2_xxs, 1, 4, false), V_Q8("IQ2_XS", fmt_iq2_xs, 1, 4, false),
     V_Q8("IQ2_S", fmt_iq2_s, 1, 4, false),   V_Q8("IQ3_XXS", fmt_iq3_xxs, 1, 4, false),
     V_Q8("IQ3_S", fmt_iq3_s, 1, 4, false),   V_Q8("IQ1_S", fmt_iq1_s, 1, 4, false),
@@ -408,6 +415,16 @@ static const variant variants[] = {
     {"Q2_K/lowks4", 256, 84, run_q8_ksplit<fmt_q2_K, 4, 2, 1, 4>},
     {"Q3_K/lowks-lib", 256, 110, run_q8<fmt_q3_K, 4, 1, false, 1>},
     {"Q3_K/lowks4", 256, 110, run_q8_ksplit<fmt_q3_K, 4, 2, 1, 4>},
+    /* v12 (argument "/v1"): the old IQ4 dots, plain and split, against the
+     * rows above (the library's now); "/sq": the launcher's split for about
+     * square matrices with the new ones */
+    V_Q8("IQ4_NL/v1", fmt_iq4_nl_v1, 1, 4, false), V_Q8("IQ4_XS/v1", fmt_iq4_xs_v1, 1, 2, false),
+    V_Q8("MXFP4/v1", fmt_mxfp4_v1, 1, 4, false),
+    {"IQ4_NL/v1ks2", 32, 18, run_q8_ksplit<fmt_iq4_nl_v1, 4, 2, 4, 2>},
+    {"IQ4_XS/v1ks2", 256, 136, run_q8_ksplit<fmt_iq4_xs_v1, 4, 2, 2, 2>},
+    {"MXFP4/v1ks2", 32, 17, run_q8_ksplit<fmt_mxfp4_v1, 4, 2, 4, 2>},
+    {"IQ4_NL/sq4r4u1", 32, 18, run_q8_ksplit<fmt_iq4_nl, 4, 4, 1, 4>},
+    {"MXFP4/sq4r4u1", 32, 17, run_q8_ksplit<fmt_mxfp4, 4, 4, 1, 4>},
 };
 
 typedef struct lab_shape {
@@ -650,7 +667,8 @@ int main(int argc, char **argv) {
         const variant *var = &variants[v];
         /* no filter: every variant but the tuning sweeps */
         bool wanted = argc <= 2 && !strstr(var->name, "/w") && !strstr(var->name, "/u") && !strstr(var->name, "/r") &&
-                      !strstr(var->name, "/ks") && !strstr(var->name, "/lowks");
+                      !strstr(var->name, "/ks") && !strstr(var->name, "/lowks") &&
+                      !strstr(var->name, "/v1") && !strstr(var->name, "/sq");
         for (int a = 2; a < argc; a++) /* "=NAME": that variant alone; else names containing it */
             wanted |= argv[a][0] == '=' ? !strcmp(var->name, argv[a] + 1) : strstr(var->name, argv[a]) != NULL;
         if (!wanted) continue;

@@ -138,6 +138,16 @@ nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib_cuda_weigh
                                const void *act, int n_tok, nib_cuda_glu glu, float *h, float *tmp, void *stream,
                                nib_error *err);
 
+/* ya = A x and yb = B x for two matrices of one row length (a model's fused
+ * Q/K and its V of another format): one launch where a pair kernel exists
+ * for the two formats and shapes (one token), else two nib_cuda_matmul
+ * calls. The outputs are bit for bit those of the two calls either way. */
+nib_status nib_cuda_matmul_pair(const nib_cuda_weight *a, const nib_cuda_weight *b, const float *x, const void *act,
+                                int n_tok, float *ya, float *yb, void *stream, nib_error *err);
+/* The pair kernel nib_cuda_matmul_pair would launch for these matrices, or
+ * NULL where it takes two launches. */
+const char *nib_cuda_pair_kernel(const nib_cuda_weight *a, const nib_cuda_weight *b, int n_tok);
+
 /* For tests: the activation blocks a nib_cuda_gemv call left in scratch.
  * qs gets n_in int8 quants, ds n_in/32 pairs (d, s = d * sum(q)) as floats.
  * Copies device to host (synchronous). */

@@ -129,6 +129,17 @@ nib_status nib_cuda_matmul_argmax(const nib_cuda_weight *w, const float *x, cons
     (void)w, (void)x, (void)act, (void)y, (void)best, (void)stream;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }
+nib_status nib_cuda_matmul_pair(const nib_cuda_weight *a, const nib_cuda_weight *b, const float *x, const void *act,
+                                int n_tok, float *ya, float *yb, void *stream, nib_error *err) {
+    (void)a, (void)b, (void)x, (void)act, (void)n_tok, (void)ya, (void)yb, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+
+const char *nib_cuda_pair_kernel(const nib_cuda_weight *a, const nib_cuda_weight *b, int n_tok) {
+    (void)a, (void)b, (void)n_tok;
+    return NULL;
+}
+
 nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib_cuda_weight *up, const float *x,
                                const void *act, int n_tok, nib_cuda_glu glu, float *h, float *tmp, void *stream,
                                nib_error *err) {

@@ -149,35 +149,41 @@ static cudaError_t launch_ks(const mm_args *a) {
     return pdl_launch(K, dim3(grid_of<K>(w, (W / KS) * R2)), dim3(W * 32), 0, a->stream, w->dev, w->row_bytes, a->a,
                       a->y, (int)w->n_in, (int)w->n_out, a->add);
 }
-/* A row whose items all fit one pass of the KS warps' lanes at one item each
- * runs U = 1: dot_rows computes all U items of a pass, so U = 2 there doubles
- * the work for nothing (Qwen2.5-0.5B's 4864-wide Q4_K down: 76 items on 128
- * lanes; a 4096 -> 1024 V: 64). */
-template <class F, int U, int KS>
-static cudaError_t launch_ks_u(const mm_args *a) {
-    if (U > 1 && a->w->n_in / F::CH <= 32 * KS) return launch_ks<F, 1, KS>(a);
-    return launch_ks<F, U, KS>(a);
+/* Which split launch_q8_ks takes for a matrix: ks = 0 none (the plain
+ * launcher's choice), else KS warps a row, R rows a warp group, U items a
+ * lane a pass. The rules are the comment's above. A row whose items all fit
+ * one pass of the KS warps' lanes at one item each runs U = 1: dot_rows
+ * computes all U items of a pass, so U = 2 there doubles the work for
+ * nothing (Qwen2.5-0.5B's 4864-wide Q4_K down: 76 items on 128 lanes; a
+ * 4096 -> 1024 V: 64). The pair launcher (launch_pair) asks it too. */
+typedef struct ks_plan {
+    int ks, r, u;
+} ks_plan;
+typedef ks_plan (*ks_plan_fn)(int n_in, int n_out, int n_tok, bool best);
+template <class F, int U, int KSP>
+static ks_plan plan_ks(int n_in, int n_out, int n_tok, bool best) {
+    const ks_plan none = {0, 0, 0};
+    if (KSP == KS_NONE || n_tok != 1 || best) return none;
+    constexpr int KS_SQ = has_w<F>::value ? 4 : 2; /* the about square matrices' split */
+    if (KSP == KS_ALL && (n_in / F::CH) * 8 >= 7 * 32 * KS_SQ && n_in < 3 * n_out && n_out <= 2 * n_in &&
+        n_out > 1024)
+        return {KS_SQ, 4, 1};
+    if (n_in < 3 * n_out || n_in < 4096) return none;
+    if (KSP == KS_NARROW && n_in < 5 * n_out && n_out > 1024) return none;
+    const bool two_passes = n_in / F::CH > 2 * 32 * U;
+    const int ks = n_in >= 5 * n_out || (two_passes && !has_w<F>::value) || n_out <= 1024 ? 4 : 2;
+    return {ks, 2, U > 1 && n_in / F::CH <= 32 * ks ? 1 : U};
 }
 template <class F, int R, int U, int KSP>
 static cudaError_t launch_q8_ks(const mm_args *a, bool *taken) {
-    *taken = false;
+    const ks_plan p = plan_ks<F, U, KSP>((int)a->w->n_in, (int)a->w->n_out, a->n_tok, a->best != NULL);
+    *taken = p.ks != 0;
     if constexpr (KSP != KS_NONE) {
-        const nib_cuda_weight *w = a->w;
-        const int n_in = (int)w->n_in, n_out = (int)w->n_out;
-        constexpr int KS_SQ = has_w<F>::value ? 4 : 2; /* the about square matrices' split */
-        if (KSP == KS_ALL && a->n_tok == 1 && !a->best && (n_in / F::CH) * 8 >= 7 * 32 * KS_SQ &&
-            n_in < 3 * n_out && n_out <= 2 * n_in && n_out > 1024) {
-            *taken = true;
-            return launch_ks<F, 1, KS_SQ, 4>(a);
-        }
-        if (a->n_tok != 1 || a->best || n_in < 3 * n_out || n_in < 4096) return cudaSuccess;
-        if (KSP == KS_NARROW && n_in < 5 * n_out && n_out > 1024) return cudaSuccess;
-        *taken = true;
-        const bool two_passes = n_in / F::CH > 2 * 32 * U;
-        if (n_in >= 5 * n_out || (two_passes && !has_w<F>::value) || n_out <= 1024) return launch_ks_u<F, U, 4>(a);
-        return launch_ks_u<F, U, 2>(a);
+        constexpr int KS_SQ = has_w<F>::value ? 4 : 2;
+        if (p.r == 4) return launch_ks<F, 1, KS_SQ, 4>(a);
+        if (p.ks == 4) return p.u == 1 ? launch_ks<F, 1, 4>(a) : launch_ks<F, U, 4>(a);
+        if (p.ks == 2) return p.u == 1 ? launch_ks<F, 1, 2>(a) : launch_ks<F, U, 2>(a);
     }
-    (void)a;
     return cudaSuccess;
 }
 
@@ -267,6 +273,7 @@ typedef struct gemv_row {
     occupancy_fn occupancy;
     int rows_per_block;
     bool persistent;        /* cap the grid at what the device holds at once */
+    ks_plan_fn plan;        /* the split launch_q8_ks takes (dp4a formats), or NULL */
 } gemv_row;
 
 /* One row per format with a kernel. The dp4a path won for every quantized
@@ -289,16 +296,16 @@ typedef struct gemv_row {
  * rows would waste loads and dp4a work on padding. */
 #define ROW_Q8(T, NAME, F, R, U, P)                                                                               \
     {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U>, launch_q8_glu<F, R, U>, occupancy_q8<F, R, U>, \
-     GEMV_WARPS * (R), P}
+     GEMV_WARPS * (R), P, plan_ks<F, U, KS_NONE>}
 /* the same with split K (launch_q8_ks: KS_ALL, or KS_LONG without the
  * about square matrices' rule) */
 #define ROW_Q8_KS(T, NAME, F, R, U, P, KSP)                                                               \
     {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U, KSP>, launch_q8_glu<F, R, U>,       \
-     occupancy_q8<F, R, U>, GEMV_WARPS * (R), P}
+     occupancy_q8<F, R, U>, GEMV_WARPS * (R), P, plan_ks<F, U, KSP>}
 
 static const gemv_row gemv_rows[] = {
-    {NIB_TYPE_F16, "gemv_f16", false, launch_f16<false>, NULL, occupancy_f16<false>, GEMV_WARPS, true},
-    {NIB_TYPE_BF16, "gemv_bf16", false, launch_f16<true>, NULL, occupancy_f16<true>, GEMV_WARPS, true},
+    {NIB_TYPE_F16, "gemv_f16", false, launch_f16<false>, NULL, occupancy_f16<false>, GEMV_WARPS, true, NULL},
+    {NIB_TYPE_BF16, "gemv_bf16", false, launch_f16<true>, NULL, occupancy_f16<true>, GEMV_WARPS, true, NULL},
     ROW_Q8_KS(Q4_0, "q4_0", fmt_q4_0, 1, 4, false, KS_ALL),
     ROW_Q8_KS(Q4_1, "q4_1", fmt_q4_1, 1, 4, false, KS_LONG),
     ROW_Q8_KS(Q5_0, "q5_0", fmt_q5_0, 1, 4, false, KS_ALL),
@@ -310,17 +317,29 @@ static const gemv_row gemv_rows[] = {
      * 8.5), split K only where rows are few (KS_NARROW); its gate/up kernel
      * keeps 1 row a warp (2 with the up rows), unmeasured with more */
     {NIB_TYPE_Q3_K, "gemv_q8<q3_K>", true, launch_q8<fmt_q3_K, 4, 1, KS_NARROW>, launch_q8_glu<fmt_q3_K, 1, 1>,
-     occupancy_q8<fmt_q3_K, 4, 1>, GEMV_WARPS * 4, true},
+     occupancy_q8<fmt_q3_K, 4, 1>, GEMV_WARPS * 4, true, plan_ks<fmt_q3_K, 1, KS_NARROW>},
     ROW_Q8_KS(Q4_K, "q4_K", fmt_q4_K, 2, 2, true, KS_ALL),
     ROW_Q8_KS(Q5_K, "q5_K", fmt_q5_K, 2, 2, true, KS_ALL),
     ROW_Q8_KS(Q6_K, "q6_K", fmt_q6_K, 2, 2, true, KS_ALL),
-    ROW_Q8(IQ4_NL, "iq4_nl", fmt_iq4_nl, 1, 4, false),
-    ROW_Q8(IQ4_XS, "iq4_xs", fmt_iq4_xs, 1, 2, false),
-    ROW_Q8(MXFP4, "mxfp4", fmt_mxfp4, 1, 4, false),
+    /* IQ4_NL, IQ4_XS, MXFP4: words loaded ahead (W) and split K, as the
+     * legacy formats (kernel lab under PDL graph replay, before -> now:
+     * 14336 x 4096 IQ4_NL 26.8 -> 16.0 us, MXFP4 27.5 -> 16.4, IQ4_XS 21.2
+     * -> 18.8; 4096 x 4096 IQ4_NL 8.9 -> 6.3, MXFP4 9.0 -> 6.3, IQ4_XS 8.0
+     * -> 7.0; bench/gpu-decode-notes.md v29) */
+    ROW_Q8_KS(IQ4_NL, "iq4_nl", fmt_iq4_nl, 1, 4, false, KS_ALL),
+    ROW_Q8_KS(IQ4_XS, "iq4_xs", fmt_iq4_xs, 1, 2, false, KS_ALL),
+    ROW_Q8_KS(MXFP4, "mxfp4", fmt_mxfp4, 1, 4, false, KS_ALL),
     /* gemv_formats_extra.cuh: untuned (R = 1, U = 4 as the legacy formats) */
-    {NIB_TYPE_F32, "gemv_f32", false, launch_f32, NULL, occupancy_f32, GEMV_WARPS, true},
-    ROW_Q8(TQ1_0, "tq1_0", fmt_tq1_0, 1, 1, false),
-    ROW_Q8(TQ2_0, "tq2_0", fmt_tq2_0, 1, 1, false),
+    {NIB_TYPE_F32, "gemv_f32", false, launch_f32, NULL, occupancy_f32, GEMV_WARPS, true, NULL},
+    /* TQ1_0, TQ2_0: 4 rows a warp on a persistent grid for one token, as Q3_K
+     * (kernel lab, against 1 row a warp: TQ2_0 4096 x 14336 22.4 -> 13.7 us,
+     * 14336 x 4096 22.9 -> 15.1; TQ1_0 14336 x 4096 30.8 -> 17.9, 4096 x 4096
+     * 12.4 -> 9.7); their gate/up kernel keeps 1 row a warp, unmeasured. The
+     * IQ1/IQ2/IQ3 kernels lost with it (IQ2_XXS 14336 x 4096 26.8 -> 43.7). */
+    {NIB_TYPE_TQ1_0, "gemv_q8<tq1_0>", true, launch_q8<fmt_tq1_0, 4, 1>, launch_q8_glu<fmt_tq1_0, 1, 1>,
+     occupancy_q8<fmt_tq1_0, 4, 1>, GEMV_WARPS * 4, true, plan_ks<fmt_tq1_0, 1, KS_NONE>},
+    {NIB_TYPE_TQ2_0, "gemv_q8<tq2_0>", true, launch_q8<fmt_tq2_0, 4, 1>, launch_q8_glu<fmt_tq2_0, 1, 1>,
+     occupancy_q8<fmt_tq2_0, 4, 1>, GEMV_WARPS * 4, true, plan_ks<fmt_tq2_0, 1, KS_NONE>},
     ROW_Q8(IQ2_XXS, "iq2_xxs", fmt_iq2_xxs, 1, 4, false),
     ROW_Q8(IQ2_XS, "iq2_xs", fmt_iq2_xs, 1, 4, false),
     ROW_Q8(IQ2_S, "iq2_s", fmt_iq2_s, 1, 4, false),
@@ -481,6 +500,73 @@ extern "C" nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib
     return launch_failed(pdl_launch(glu_rows, dim3((unsigned)CEIL_DIV(n, 256)), dim3(256), 0, (cudaStream_t)stream,
                                     (const float *)h, (const float *)tmp, h, n, act_kind),
                          "glu_rows", gate, n_tok, err);
+}
+
+/* ---- two matrices of one activation row in one launch ------------------------ */
+
+/* The pair kernel has one instance per pair of formats: A split as the
+ * about square matrices of the K-quants are (KS = 2, 4 rows a group, U = 1:
+ * Llama-3-8B's fused Q and K, 4096 -> 5120), B as a narrow V is (KS = 4, 2
+ * rows a group, U = 1: 4096 -> 1024). nib_cuda_matmul_pair takes it where
+ * both rows' plans (plan_ks) are those, so it runs the very kernels the two
+ * launches would (gemv_kernels.cuh gemv_q8_ks_pair); else two launches.
+ * Llama-3-8B Q4_K_M, tg128 in one build: 449.0 / 450.8 -> 454.7 / 454.8 t/s
+ * (+1.1%; bench/gpu-decode-notes.md v28). */
+typedef cudaError_t (*pair_launch_fn)(const nib_cuda_weight *wa, const nib_cuda_weight *wb, const act_q8 &a,
+                                      float *ya, float *yb, cudaStream_t st);
+template <class FA, class FB>
+static cudaError_t launch_pair(const nib_cuda_weight *wa, const nib_cuda_weight *wb, const act_q8 &a, float *ya,
+                               float *yb, cudaStream_t st) {
+    constexpr auto K = gemv_q8_ks_pair<FA, 4, 2, FB, 2, 4>;
+    const int64_t most = (int64_t)(wa->sms > 0 ? wa->sms : 1) * blocks_per_sm<K>();
+    const int64_t need_a = CEIL_DIV(wa->n_out, (GEMV_WARPS / 2) * 4), need_b = CEIL_DIV(wb->n_out, (GEMV_WARPS / 4) * 2);
+    const int g_a = (int)(need_a < most ? need_a : most), g_b = (int)(need_b < most ? need_b : most);
+    return pdl_launch(K, dim3((unsigned)(g_a + g_b)), dim3(GEMV_WARPS * 32), 0, st, wa->dev, wa->row_bytes,
+                      (int)wa->n_out, wb->dev, wb->row_bytes, (int)wb->n_out, a, ya, yb, (int)wa->n_in, g_a);
+}
+static const struct pair_row {
+    nib_type a, b;
+    const char *kernel;
+    pair_launch_fn launch;
+} pair_rows[] = {
+    {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, "gemv_q8_ks_pair<q4_K, q6_K>", launch_pair<fmt_q4_K, fmt_q6_K>},
+    {NIB_TYPE_Q5_K, NIB_TYPE_Q6_K, "gemv_q8_ks_pair<q5_K, q6_K>", launch_pair<fmt_q5_K, fmt_q6_K>},
+};
+
+static bool plan_is(const gemv_row *r, const nib_cuda_weight *w, int ks, int rows, int u) {
+    const ks_plan p = r->plan((int)w->n_in, (int)w->n_out, 1, false);
+    return p.ks == ks && p.r == rows && p.u == u;
+}
+
+static const pair_row *pair_get(const nib_cuda_weight *wa, const nib_cuda_weight *wb, int n_tok) {
+    const gemv_row *ra = row_get(wa->type), *rb = row_get(wb->type);
+    if (n_tok != 1 || wa->n_in != wb->n_in || !ra || !rb || !ra->plan || !rb->plan) return NULL;
+    for (size_t i = 0; i < sizeof pair_rows / sizeof pair_rows[0]; i++)
+        if (pair_rows[i].a == wa->type && pair_rows[i].b == wb->type)
+            return plan_is(ra, wa, 2, 4, 1) && plan_is(rb, wb, 4, 2, 1) ? &pair_rows[i] : NULL;
+    return NULL;
+}
+
+extern "C" const char *nib_cuda_pair_kernel(const nib_cuda_weight *a, const nib_cuda_weight *b, int n_tok) {
+    const pair_row *p = a && b ? pair_get(a, b, n_tok) : NULL;
+    return p ? p->kernel : NULL;
+}
+
+extern "C" nib_status nib_cuda_matmul_pair(const nib_cuda_weight *wa, const nib_cuda_weight *wb, const float *x,
+                                           const void *act, int n_tok, float *ya, float *yb, void *stream,
+                                           nib_error *err) {
+    if (!wa || !wb || wa->n_in != wb->n_in)
+        return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul_pair: NULL weight or rows of different lengths");
+    const pair_row *p = pair_get(wa, wb, n_tok);
+    if (!p) {
+        nib_status s = nib_cuda_matmul(wa, x, act, n_tok, ya, false, stream, err);
+        return s != NIB_OK ? s : nib_cuda_matmul(wb, x, act, n_tok, yb, false, stream, err);
+    }
+    nib_status s = check_mm(row_get(wa->type), wa, x, act, 1, ya, err);
+    if (s == NIB_OK) s = check_mm(row_get(wb->type), wb, x, act, 1, yb, err);
+    if (s != NIB_OK) return s;
+    const cudaError_t e = p->launch(wa, wb, act_view(act, wa->n_in, 1), ya, yb, (cudaStream_t)stream);
+    return launch_failed(e, p->kernel, wa, 1, err);
 }
 
 extern "C" nib_status nib_cuda_gemv(const nib_cuda_weight *w, const float *x, float *y, void *scratch,

@@ -247,11 +247,10 @@ struct fmt_q8_0 : words_block<fmt_q8_0, 9, false> {
 
 /* IQ4_NL, 18 bytes: d, qs[16] as Q4_0 but each nibble indexes kvalues_iq4nl; x = d * kv[q]. */
 #define IQ4NL_T pack4(-127, -104, -83, -65), pack4(-49, -35, -22, -10), pack4(1, 13, 25, 38), pack4(53, 69, 89, 113)
-struct fmt_iq4_nl {
+struct fmt_iq4_nl : words_block<fmt_iq4_nl, 5, false> {
     static constexpr int QK = 32, BYTES = 18, CH = 32;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int, const int8_t *xq, const float2 *ds) {
-        uint32_t w[5];
-        load_words(b, w);
+    static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
+        const uint32_t(&w)[5] = r.w;
         int a[8];
         load_act32(xq, a);
         int sumi = 0;
@@ -268,11 +267,10 @@ struct fmt_iq4_nl {
 /* MXFP4, 17 bytes: e (E8M0), qs[16] of E2M1 codes in Q4_0's nibble order.
  * As in quant/q_mxfp4.c: doubled E2M1 values times 2^(e-128). */
 #define MXFP4_T pack4(0, 1, 2, 3), pack4(4, 6, 8, 12), pack4(0, -1, -2, -3), pack4(-4, -6, -8, -12)
-struct fmt_mxfp4 {
+struct fmt_mxfp4 : words_block<fmt_mxfp4, 5, false> {
     static constexpr int QK = 32, BYTES = 17, CH = 32;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int, const int8_t *xq, const float2 *ds) {
-        uint32_t w[5];
-        load_words(b, w);
+    static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
+        const uint32_t(&w)[5] = r.w;
         int a[8];
         load_act32(xq, a);
         int sumi = 0;
@@ -483,10 +481,20 @@ struct fmt_q2_K {
  * qs[128] (16 bytes per 32 elements, IQ4_NL's order). Item = 64 elements. */
 struct fmt_iq4_xs {
     static constexpr int QK = 256, BYTES = 136, CH = 64;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
+    struct W {
         uint32_t hdr[2], q[8];
-        load_words_a4(b, hdr);
-        load_words_a4(b + 8 + 32 * c, q);
+    };
+    static __device__ __forceinline__ W load(const uint8_t *b, int c) {
+        W r;
+        load_words_a4(b, r.hdr);
+        load_words_a4(b + 8 + 32 * c, r.q);
+        return r;
+    }
+    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
+        return dot_w(load(b, c), c, xq, ds);
+    }
+    static __device__ __forceinline__ float dot_w(const W &r, int c, const int8_t *xq, const float2 *ds) {
+        const uint32_t(&hdr)[2] = r.hdr, (&q)[8] = r.q;
         const float d = h2f(hdr[0]);
         int a[8];
         float acc = 0.0f;
@@ -782,14 +790,13 @@ gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__rest
  * group it wins on about square matrices of 3584-wide rows and up (gemv.cu
  * launch_q8_ks). One token; the row loop is block-uniform for the barriers. */
 template <class F, int WARPS, int R, int U, int KS>
-__global__ void __launch_bounds__(WARPS * 32)
-gemv_q8_ks(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int n_in, int n_out,
-           int add) {
+__device__ __forceinline__ void ks_body(const uint8_t *__restrict__ W, size_t row_bytes, const act_q8 &a,
+                                        float *__restrict__ y, int n_in, int n_out, int add, int block, int n_blocks) {
     static_assert(WARPS % KS == 0, "whole groups of KS warps");
     constexpr int GROUPS = WARPS / KS;
     pdl_launch_dependents();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, group = warp / KS, k = warp % KS;
-    const int base_first = blockIdx.x * GROUPS * R;
+    const int base_first = block * GROUPS * R;
     constexpr bool AHEAD = ahead<F, R, U>::on;
     ahead<F, R, U> pre;
     if (AHEAD) {
@@ -829,8 +836,30 @@ gemv_q8_ks(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__r
     };
     /* the first row group apart, so the words loaded ahead die with it */
     int base_row = base_first;
-    if (AHEAD && base_row < n_out) rows(base_row, true), base_row += gridDim.x * GROUPS * R;
-    for (; base_row < n_out; base_row += gridDim.x * GROUPS * R) rows(base_row, false);
+    if (AHEAD && base_row < n_out) rows(base_row, true), base_row += n_blocks * GROUPS * R;
+    for (; base_row < n_out; base_row += n_blocks * GROUPS * R) rows(base_row, false);
+}
+template <class F, int WARPS, int R, int U, int KS>
+__global__ void __launch_bounds__(WARPS * 32)
+gemv_q8_ks(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int n_in, int n_out,
+           int add) {
+    ks_body<F, WARPS, R, U, KS>(W, row_bytes, a, y, n_in, n_out, add, blockIdx.x, gridDim.x);
+}
+
+/* Two split-K GEMVs of one activation row in one grid, for two matrices of
+ * different formats that would run as two launches (Llama-3-8B Q4_K_M's Q
+ * and K, fused, Q4_K, and its V, Q6_K, in half its layers, as in llama.cpp's
+ * Q4_K_M files): the first g_a blocks run the first (KS_A warps a row, R_A
+ * rows a group), the rest the second; each block runs one body, so its
+ * barriers stay block-uniform. Outputs are bit for bit the two launches'.
+ * Kernel lab (dev/cuda/gemv_lab.cu "pair"), 4096 -> 5120 Q4_K + 4096 -> 1024
+ * Q6_K under PDL graph replay: 9.7 -> 8.6 us. U = 1 for both. */
+template <class FA, int RA, int KSA, class FB, int RB, int KSB>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+gemv_q8_ks_pair(const uint8_t *__restrict__ WA, size_t rb_a, int n_a, const uint8_t *__restrict__ WB, size_t rb_b,
+                int n_b, act_q8 a, float *__restrict__ y_a, float *__restrict__ y_b, int n_in, int g_a) {
+    if ((int)blockIdx.x < g_a) ks_body<FA, GEMV_WARPS, RA, 1, KSA>(WA, rb_a, a, y_a, n_in, n_a, 0, blockIdx.x, g_a);
+    else ks_body<FB, GEMV_WARPS, RB, 1, KSB>(WB, rb_b, a, y_b, n_in, n_b, 0, blockIdx.x - g_a, gridDim.x - g_a);
 }
 
 /* The gated feed-forward's first half in one pass: h[t][row] =

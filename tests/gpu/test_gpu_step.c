@@ -5,6 +5,8 @@
  *    in the same order whatever the rows-per-warp and unrolling, so any
  *    difference is a bug (wrong token row, wrong scale row, a lost chunk);
  *    with add = true, y_before + the same value exactly (one fp32 add).
+ *  - the pair kernel (Q/K and a V of another format in one launch): bit for
+ *    bit the two plain calls, and taken exactly where its rule says.
  *  - the fused gate/up GLU kernel against act(gemv(gate)) * gemv(up) computed
  *    on the host from the GEMV outputs: the kernel rounds the same products;
  *    only expf/tanhf may differ by an ulp between host and device, so a
@@ -208,6 +210,70 @@ static void test_split_k_add(void) {
             nib_cuda_free(dx), nib_cuda_free(dy), nib_cuda_free(act);
             free(x), free(y0), free(p), free(ya);
         }
+}
+
+/* Two matrices of one activation row in one launch (nib_cuda_matmul_pair:
+ * Q/K of one format, V of another): the outputs, poisoned before, must be bit
+ * for bit the two plain calls' (the same kernel bodies, the same order of
+ * additions), which test_gpu_gemv checks against the CPU reference. The
+ * shapes say whether the pair kernel runs (Llama-3-8B's 4096 -> 5120 and
+ * 1024, and odd row counts that take the same plans) or two launches
+ * (2048-wide rows, three tokens), and the test checks that choice too. */
+static void test_matmul_pair(void) {
+    const struct { nib_type a, b; int64_t n_in, n_a, n_b; int n_tok; bool one; } cases[] = {
+        {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, 4096, 5120, 1024, 1, true},
+        {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, 4096, 4100, 1000, 1, true},
+        {NIB_TYPE_Q5_K, NIB_TYPE_Q6_K, 4096, 5120, 1024, 1, true},
+        {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, 2048, 2560, 512, 1, false},
+        {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, 4096, 5120, 1024, 3, false},
+        {NIB_TYPE_Q4_K, NIB_TYPE_Q8_0, 4096, 5120, 1024, 1, false},
+    };
+    nib_error err;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int64_t n_in = cases[ci].n_in, n_a = cases[ci].n_a, n_b = cases[ci].n_b;
+        const int T = cases[ci].n_tok;
+        nib_cuda_weight *wa = random_weight(cases[ci].a, n_in, n_a), *wb = random_weight(cases[ci].b, n_in, n_b);
+        const char *k = wa && wb ? nib_cuda_pair_kernel(wa, wb, T) : NULL;
+        CHECK((k != NULL) == cases[ci].one, "%s+%s %lld -> %lld+%lld, %d tokens: pair kernel %s, expected %s",
+              nib_type_name(cases[ci].a), nib_type_name(cases[ci].b), (long long)n_in, (long long)n_a,
+              (long long)n_b, T, k ? k : "none", cases[ci].one ? "one" : "none");
+        const size_t na = (size_t)(n_a * T), nb = (size_t)(n_b * T);
+        float *x = malloc(sizeof(float) * (size_t)(n_in * T));
+        float *ya = malloc(sizeof(float) * na), *yb = malloc(sizeof(float) * nb);
+        float *pa = malloc(sizeof(float) * na), *pb = malloc(sizeof(float) * nb);
+        for (int64_t i = 0; i < n_in * T; i++) x[i] = (float)rng_normal();
+        float *dx = dalloc(sizeof(float) * (size_t)(n_in * T));
+        float *dya = dalloc(sizeof(float) * na), *dyb = dalloc(sizeof(float) * nb);
+        void *act = dalloc(nib_cuda_act_bytes(n_in, T));
+        up(dx, x, sizeof(float) * (size_t)(n_in * T));
+        nib_status s = wa && wb ? nib_cuda_act_quantize(dx, n_in, T, act, NULL, &err) : NIB_ERR_ARG;
+        if (s == NIB_OK) s = nib_cuda_fill_f32(dya, NAN, na, &err);
+        if (s == NIB_OK) s = nib_cuda_fill_f32(dyb, NAN, nb, &err);
+        if (s == NIB_OK) s = nib_cuda_matmul(wa, dx, act, T, dya, false, NULL, &err);
+        if (s == NIB_OK) s = nib_cuda_matmul(wb, dx, act, T, dyb, false, NULL, &err);
+        if (s == NIB_OK) down(ya, dya, sizeof(float) * na), down(yb, dyb, sizeof(float) * nb);
+        if (s == NIB_OK) s = nib_cuda_fill_f32(dya, NAN, na, &err);
+        if (s == NIB_OK) s = nib_cuda_fill_f32(dyb, NAN, nb, &err);
+        if (s == NIB_OK) s = nib_cuda_matmul_pair(wa, wb, dx, act, T, dya, dyb, NULL, &err);
+        CHECK(s == NIB_OK, "pair case %zu: %s", ci, err.msg);
+        if (s == NIB_OK) {
+            down(pa, dya, sizeof(float) * na), down(pb, dyb, sizeof(float) * nb);
+            int64_t bad = 0, nan = 0;
+            for (size_t i = 0; i < na; i++) bad += memcmp(&pa[i], &ya[i], 4) != 0, nan += isnan(ya[i]);
+            for (size_t i = 0; i < nb; i++) bad += memcmp(&pb[i], &yb[i], 4) != 0, nan += isnan(yb[i]);
+            CHECK(bad == 0 && nan == 0, "pair case %zu (%s): %lld of %zu outputs differ from two launches, %lld NaN",
+                  ci, k ? k : "two launches", (long long)bad, na + nb, (long long)nan);
+        }
+        nib_cuda_weight_free(wa), nib_cuda_weight_free(wb);
+        nib_cuda_free(dx), nib_cuda_free(dya), nib_cuda_free(dyb), nib_cuda_free(act);
+        free(x), free(ya), free(yb), free(pa), free(pb);
+    }
+    /* rows of different lengths: an error that names the call */
+    nib_cuda_weight *wa = random_weight(NIB_TYPE_Q4_K, 4096, 8), *wb = random_weight(NIB_TYPE_Q6_K, 2048, 8);
+    nib_status s = nib_cuda_matmul_pair(wa, wb, NULL, NULL, 1, NULL, NULL, NULL, &err);
+    CHECK(s == NIB_ERR_ARG && strstr(err.msg, "matmul_pair"), "pair of 4096- and 2048-wide rows: status %d, '%s'",
+          (int)s, err.msg);
+    nib_cuda_weight_free(wa), nib_cuda_weight_free(wb);
 }
 
 static bool close_rel(float a, float b, float rel) { return fabsf(a - b) <= rel * fabsf(b) + 1e-30f; }
@@ -629,6 +695,7 @@ int main(void) {
     rng_seed(4242);
     RUN(test_matmul_tokens);
     RUN(test_split_k_add);
+    RUN(test_matmul_pair);
     RUN(test_add_norm);
     RUN(test_deferred_norm);
     RUN(test_qkv_rope);
