@@ -93,6 +93,7 @@
 
 #include <cuda_fp16.h>
 
+#include "cuda/act_q8.cuh"
 #include "cuda/cuda_attention.h"
 #include "cuda/cuda_internal.h"
 #include "cuda/pdl.cuh"
@@ -132,7 +133,24 @@ typedef struct attn_params {
     int n_split;             /* ceil(max_len / chunk) */
     int merge_kernel;        /* 1: attn_merge combines >= 2 active splits; 0: the last CTA does */
     float scale, softcap;
+    /* the output quantized too, as nib_cuda_act_quantize would (act_q NULL: not):
+     * token t's quants at act_q + t * act_stride, its (d, s) at act_ds + t * n / 32
+     * (n = n_head * hd_v), the deferred-norm trailer act_sc zeroed */
+    int8_t *act_q;
+    float2 *act_ds;
+    act_scale *act_sc;
+    int act_stride;
 } attn_params;
+
+/* The (d, s) of token t's blocks of heads [h0, h0 + n_h) as NaN, from
+ * threads [0, nthreads): a broken host bound's output is NaN, and so is what
+ * a GEMV reads of it. */
+__device__ __forceinline__ void attn_act_nan(const attn_params &a, int t, int h0, int n_h, int nthreads) {
+    if (!a.act_q) return;
+    const int per_h = a.hd_v / 32;
+    float2 *ds = a.act_ds + ((size_t)t * a.n_head + h0) * per_h;
+    for (int i = threadIdx.x; i < n_h * per_h; i += nthreads) ds[i] = make_float2(NAN, NAN);
+}
 
 /* Rows a team walks per step: <= 32 registers of in-flight K/V vectors (4 per
  * 16-byte vector), and <= 16 scores (R * GB) per lane. */
@@ -352,9 +370,11 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
 
     const int p = pos0 + t;
     if (p < 0 || p >= a.max_len) {  /* the host bound is broken: NaN out (see cuda_attention.h) */
-        if (!a.merge_kernel && split == 0)  /* one CTA per head slice writes it; else attn_merge does */
+        if (!a.merge_kernel && split == 0) { /* one CTA per head slice writes it; else attn_merge does */
             for (int i = threadIdx.x; i < n_h * a.hd_v; i += ATTN_THREADS)
                 a.out[((size_t)t * a.n_head + h0) * a.hd_v + i] = NAN;
+            attn_act_nan(a, t, h0, n_h, ATTN_THREADS);
+        }
         return;
     }
     const int j0 = a.window > 0 ? max(0, p - a.window + 1) : 0;
@@ -364,6 +384,9 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
      * peak (144 instead of 128 at GB 4: one CTA per SM fewer). */
     const int s_lo = j0 >> a.chunk_log2, s_hi = p >> a.chunk_log2;
     if (split < s_lo || split > s_hi) return;  /* nothing to do, and nobody waits for this CTA */
+    /* no deferred norm in the quantized output: one CTA that always runs clears the trailer */
+    if (a.act_q && split == s_hi && blockIdx.y == 0 && t == 0 && threadIdx.x < ACT_SCALE_PARTS)
+        a.act_sc->part[threadIdx.x] = 0.0;
     const int n_active = s_hi - s_lo + 1;
     const int lo = max(base0, j0), hi = min(base0 + C, p + 1);  /* lo < hi for an active split */
 
@@ -452,7 +475,12 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
                 A *= f;
                 L = L * f + exp2f(s2 - Ms);
             }
-            a.out[((size_t)t * a.n_head + h) * a.hd_v + d] = A / L;
+            const float o = A / L;
+            const size_t i = (size_t)h * a.hd_v + d;
+            a.out[(size_t)t * a.n_head * a.hd_v + i] = o;
+            /* a warp holds 32 consecutive dims of one head (hd_v % 32 == 0): one block */
+            if (a.act_q) quantize_warp32(o, a.act_q + (size_t)t * a.act_stride + i,
+                                         a.act_ds + ((size_t)t * a.n_head * a.hd_v + i) / 32);
         } else {
             const size_t th = ((size_t)t * a.n_head + h) * a.n_split + split;
             a.part_acc[th * a.hd_v + d] = A;
@@ -513,6 +541,11 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
             A.x = fmaf(w, x.x, A.x), A.y = fmaf(w, x.y, A.y), A.z = fmaf(w, x.z, A.z), A.w = fmaf(w, x.w, A.w);
         }
         ((float4 *)(a.out + ((size_t)t * a.n_head + h0 + g) * a.hd_v))[c] = A;
+        if (a.act_q) { /* 8 lanes hold one block of 32 dims (hd_v / 4 % 8 == 0) */
+            const size_t i = (size_t)(h0 + g) * a.hd_v + 4 * c;
+            quantize_lanes8x4(A, a.act_q + (size_t)t * a.act_stride + i,
+                              a.act_ds + ((size_t)t * a.n_head * a.hd_v + i) / 32);
+        }
     }
 }
 
@@ -549,6 +582,7 @@ __global__ void __launch_bounds__(ATTN_MERGE_THREADS) attn_merge(const attn_para
     float *dst = a.out + ((size_t)t * a.n_head + h) * a.hd_v;
     if (p < 0 || p >= a.max_len) {  /* the host bound is broken: NaN out (see cuda_attention.h) */
         for (int d = tid; d < a.hd_v; d += ATTN_MERGE_THREADS) dst[d] = NAN;
+        attn_act_nan(a, t, h, 1, ATTN_MERGE_THREADS);
         return;
     }
     const int j0 = a.window > 0 ? max(0, p - a.window + 1) : 0;
@@ -590,7 +624,13 @@ __global__ void __launch_bounds__(ATTN_MERGE_THREADS) attn_merge(const attn_para
             A.x += x.x, A.y += x.y, A.z += x.z, A.w += x.w;
         }
         const float inv = 1.0f / L;
-        ((float4 *)dst)[col] = make_float4(A.x * inv, A.y * inv, A.z * inv, A.w * inv);
+        const float4 o = make_float4(A.x * inv, A.y * inv, A.z * inv, A.w * inv);
+        ((float4 *)dst)[col] = o;
+        if (a.act_q) { /* threads 0 .. n_col - 1: 8 lanes a block of 32 dims */
+            const size_t i = (size_t)h * a.hd_v + 4 * col;
+            quantize_lanes8x4(o, a.act_q + (size_t)t * a.act_stride + i,
+                              a.act_ds + ((size_t)t * a.n_head * a.hd_v + i) / 32);
+        }
     }
 }
 
@@ -749,6 +789,14 @@ extern "C" nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, n
     while (1 << p.chunk_log2 < p.chunk) p.chunk_log2++;
     p.n_split = CEIL_DIV(a->max_len, p.chunk);
     p.scale = a->scale, p.softcap = a->softcap;
+    if (a->act_out) {
+        ATTN_ARG(misaligned(a->act_out), "act_out must be 16-byte aligned");
+        const int64_t n = (int64_t)a->n_head * a->hd_v;
+        p.act_q = (int8_t *)a->act_out;
+        p.act_stride = (int)cuda_act_qs_stride(n);
+        p.act_ds = (float2 *)((uint8_t *)a->act_out + cuda_act_qs_stride(n) * (size_t)a->n_tok);
+        p.act_sc = (act_scale *)((uint8_t *)a->act_out + cuda_act_scale_off(n, a->n_tok));
+    }
     ATTN_ARG((int64_t)a->n_head_kv * p.n_slices > 65535, "n_head_kv %d x %d head slices exceeds the grid's 65535",
              a->n_head_kv, p.n_slices);
     if (p.n_split > 1) {

@@ -13,7 +13,7 @@
  *         nib_cuda_sync(&err);                       // fill runs on the legacy stream
  *     }
  *     nib_cuda_attn a = {q, k_cache, v_cache, out, pos_dev, 1, n_head, n_head_kv, hd, hd,
- *                        n_ctx, 0, 1.0f / sqrtf(hd), 0.0f, NULL, max_len, scratch};
+ *                        n_ctx, 0, 1.0f / sqrtf(hd), 0.0f, NULL, max_len, scratch, NULL};
  *     nib_cuda_attention(&a, stream, &err);                                     // per token
  *
  * The position is read on the device (*pos), never on the host, and the call
@@ -59,6 +59,9 @@ typedef struct nib_cuda_attn {
                                split-K grid, so one captured graph serves every length <= max_len */
     void *scratch;          /* nib_cuda_attention_scratch_bytes(...) bytes of device memory, zeroed once at
                                allocation (see below); NULL allowed when max_len <= 32 */
+    void *act_out;          /* NULL, or nib_cuda_act_bytes(n_head * hd_v, n_tok) bytes of device memory that
+                               get out quantized as nib_cuda_act_quantize(out) would leave them, bit for bit
+                               (one kernel fewer before a quantized output projection) */
 } nib_cuda_attn;
 
 /* Device scratch for the split-K partials: 4 KB of merge counters (uint32),

@@ -4,9 +4,11 @@
  *   embedding rows (dequantized on the device from the token ids in device memory)
  *   per layer:
  *     [residual add +] RMSNorm + quantize        one kernel (nib_cuda_add_norm)
- *     Q, K, V projections                        three matmuls sharing the quantized activation
+ *     Q, K, V projections                        one matmul (fused at load), or Q/K fused and V of
+ *                                                another format, as one launch where a pair kernel fits
  *     bias, QK-norm, RoPE, KV-cache store (f16)  one kernel (nib_cuda_qkv_rope)
- *     attention                                  split-K flash decoding (nib_cuda_attention)
+ *     attention                                  split-K flash decoding (nib_cuda_attention), which
+ *                                                also quantizes its output for the projection
  *     output projection                          residual add fused (y += W x) unless a post-norm follows
  *     residual add + RMSNorm + quantize          one kernel
  *     gate and up with the GLU epilogue          one kernel
@@ -400,12 +402,12 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
         .q = g->q, .k = kc, .v = vc, .out = g->att, .pos = g->io_dev + IO_POS,
         .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .hd_k = hp->head_dim_k, .hd_v = hp->head_dim_v,
         .n_ctx = g->n_ctx, .window = l->window, .scale = hp->attn_scale, .softcap = 0.0f, .sinks = NULL,
-        .max_len = max_len, .scratch = g->attn_scratch,
+        .max_len = max_len, .scratch = g->attn_scratch, .act_out = g->act,
     };
+    /* the attention quantizes its output for the projection (act_out): tg128 in one build, against a
+     * separate quantize kernel, Llama-3-8B Q4_K_M +0.7%, Qwen2.5-0.5B +3.6%, Llama-3.2-1B +1.8%
+     * (bench/gpu-decode-notes.md v30; v9's version, folded into the last CTA, had lost) */
     TRY(nib_cuda_attention(&aa, st, err));
-    /* (quantizing out in the attention kernel's last CTA measured 1.6-3% slower:
-     * bench/gpu-decode-notes.md, v9) */
-    TRY(nib_cuda_act_quantize(g->att, (int64_t)hp->n_head * hp->head_dim_v, n, g->act, st, err));
     /* without a post-norm the residual add rides on the projection */
     return nib_cuda_matmul(L->wo, g->att, g->act, n, L->post_attn_norm ? g->o : g->x, !L->post_attn_norm, st, err);
 }

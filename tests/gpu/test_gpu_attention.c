@@ -42,6 +42,10 @@
  * the argument checks. The three ways a call combines its chunks are all
  * covered: one active chunk writes out, up to 32 merge in the last CTA, more
  * (or too many counters) go through attn_merge.
+ * Every case also asks for the output quantized (act_out): in all three
+ * ways it must equal nib_cuda_act_quantize of the output bit for bit (the
+ * same rule on the same floats), with NaN scales for tokens past max_len
+ * and the deferred-norm trailer zeroed over its NaN poison.
  *
  * The chain as the decode step launches it: qkv_rope then the attention,
  * four layers back to back on one stream with no sync (the attention is a
@@ -184,7 +188,13 @@ static void run_case_with(const acase *c, const int *pos_list, int n_pos, void *
     float *dsinks = c->sinks ? nib_cuda_alloc(sizeof(float) * (size_t)c->n_head, &err) : NULL;
     const size_t sb = shared ? 0 : nib_cuda_attention_scratch_bytes(c->n_tok, c->n_head, c->hd_v, c->max_len);
     void *own = sb ? nib_cuda_alloc(sb, &err) : NULL, *scratch = shared ? shared : own;
-    bool ok = dq && dout && dk && dv && dpos && (!c->sinks || dsinks) && (!sb || own) && scratch_zero(own, sb, &err);
+    /* the quantized output (act_out), and nib_cuda_act_quantize's of out to compare it with */
+    const int64_t n_row = (int64_t)c->n_head * c->hd_v;
+    const size_t ab = nib_cuda_act_bytes(n_row, c->n_tok), qstride = (size_t)(n_row + 255) / 256 * 256;
+    uint8_t *dact = nib_cuda_alloc(ab, &err), *dref = nib_cuda_alloc(ab, &err);
+    uint8_t *act_h = malloc(ab), *ref_h = malloc(ab);
+    bool ok = dq && dout && dk && dv && dpos && (!c->sinks || dsinks) && (!sb || own) && dact && dref &&
+              scratch_zero(own, sb, &err);
     CHECK(ok, "%s: alloc: %s", name, err.msg);
     nib_status s = ok ? NIB_OK : NIB_ERR_NOMEM;
     if (s == NIB_OK) s = nib_cuda_copy_to_device(dq, q, sizeof(float) * nq, &err);
@@ -194,16 +204,43 @@ static void run_case_with(const acase *c, const int *pos_list, int n_pos, void *
     CHECK(!ok || s == NIB_OK, "%s: upload: %s", name, err.msg);
 
     const nib_cuda_attn a = {dq, dk, dv, dout, dpos, c->n_tok, c->n_head, c->n_head_kv, c->hd_k, c->hd_v, n_ctx,
-                             c->window, (float)(1.0 / sqrt((double)c->hd_k)), c->softcap, dsinks, c->max_len, scratch};
+                             c->window, (float)(1.0 / sqrt((double)c->hd_k)), c->softcap, dsinks, c->max_len, scratch,
+                             dact};
     for (int ip = 0; ok && s == NIB_OK && ip < n_pos; ip++) {
         const int32_t pos = pos_list[ip];
         s = nib_cuda_copy_to_device(dpos, &pos, sizeof pos, &err);
         if (s == NIB_OK) s = nib_cuda_fill_f32(dout, NAN, no, &err);  /* poison */
+        if (s == NIB_OK) s = nib_cuda_fill_f32((float *)dact, NAN, ab / 4, &err);  /* quants -1, scales NaN */
+        if (s == NIB_OK) s = nib_cuda_fill_f32((float *)dref, NAN, ab / 4, &err);
         if (s == NIB_OK) s = nib_cuda_attention(&a, NULL, &err);
+        if (s == NIB_OK) s = nib_cuda_act_quantize(dout, n_row, c->n_tok, dref, NULL, &err);
         if (s == NIB_OK) s = nib_cuda_sync(&err);
         if (s == NIB_OK) s = nib_cuda_copy_to_host(out, dout, sizeof(float) * no, &err);
+        if (s == NIB_OK) s = nib_cuda_copy_to_host(act_h, dact, ab, &err);
+        if (s == NIB_OK) s = nib_cuda_copy_to_host(ref_h, dref, ab, &err);
         CHECK(s == NIB_OK, "%s pos %d: %s", name, pos, err.msg);
         if (s != NIB_OK) break;
+        /* act_out: bit for bit nib_cuda_act_quantize(out) for the tokens in bounds, NaN scales past
+         * them, and the deferred-norm trailer (the last 256 bytes) all zero */
+        int64_t q_bad = 0;
+        for (int t = 0; t < c->n_tok; t++) {
+            const size_t qo = (size_t)t * qstride, dso = qstride * (size_t)c->n_tok + (size_t)t * (size_t)(n_row / 32) * 8;
+            if (pos + t >= c->max_len) {
+                for (int64_t b = 0; b < n_row / 32; b++) {
+                    float d;
+                    memcpy(&d, act_h + dso + (size_t)b * 8, 4);
+                    q_bad += !isnan(d);
+                }
+                continue;
+            }
+            q_bad += memcmp(act_h + qo, ref_h + qo, (size_t)n_row) != 0;
+            q_bad += memcmp(act_h + dso, ref_h + dso, (size_t)(n_row / 32) * 8) != 0;
+        }
+        double trailer[32];
+        memcpy(trailer, act_h + ab - sizeof trailer, sizeof trailer);
+        for (int i = 0; i < 32 && pos < c->max_len; i++) q_bad += trailer[i] != 0.0;
+        CHECK(q_bad == 0, "%s pos %d: the quantized output differs from nib_cuda_act_quantize's (%lld places)", name,
+              pos, (long long)q_bad);
 
         double e2 = 0.0, r2 = 0.0;
         int not_nan = 0, non_finite = 0;
@@ -229,8 +266,8 @@ static void run_case_with(const acase *c, const int *pos_list, int n_pos, void *
         printf("      %-60s pos %5d  rel %.2e\n", name, pos, rel);
     }
     nib_cuda_free(dq), nib_cuda_free(dout), nib_cuda_free(dk), nib_cuda_free(dv), nib_cuda_free(dpos);
-    nib_cuda_free(dsinks), nib_cuda_free(own);
-    free(q), free(out), free(sinks), free(kh), free(vh), free(kf), free(vf), free(ref), free(sc);
+    nib_cuda_free(dsinks), nib_cuda_free(own), nib_cuda_free(dact), nib_cuda_free(dref);
+    free(q), free(out), free(sinks), free(kh), free(vh), free(kf), free(vf), free(ref), free(sc), free(act_h), free(ref_h);
 }
 
 static void run_case(const acase *c, const int *pos_list, int n_pos) { run_case_with(c, pos_list, n_pos, NULL); }
@@ -458,7 +495,7 @@ static void run_chain(const acase *c, const int *pos_list, int n_pos) {
                     .pos = dpos, .n_tok = 1, .n_head = c->n_head, .n_head_kv = c->n_head_kv, .hd_k = hd, .hd_v = hd,
                     .n_rot = hd, .rope_base = 10000.0f, .rope_scale = 1.0f, .eps = 1e-6f};
                 const nib_cuda_attn aa = {dq, kc[l], vc[l], outs[l], dpos, 1, c->n_head, c->n_head_kv, hd, hd, n_ctx,
-                                          0, scale, 0.0f, NULL, c->max_len, scratch};
+                                          0, scale, 0.0f, NULL, c->max_len, scratch, NULL};
                 s = nib_cuda_qkv_rope(&qa, st, &err);
                 if (s == NIB_OK && pass) s = nib_cuda_stream_sync(st, &err);
                 if (s == NIB_OK && pass) s = nib_cuda_copy_to_host(qr, dq, sizeof(float) * nq, &err);
@@ -522,7 +559,7 @@ static void test_errors(void) {
     int32_t *pos = nib_cuda_alloc(sizeof(int32_t), &err);
     CHECK(q && out && kv && pos, "alloc: %s", err.msg);
     if (!q || !out || !kv || !pos) goto done;
-    const nib_cuda_attn good = {q, kv, kv, out, pos, 1, 8, 2, 128, 128, 1024, 0, 0.088f, 0.0f, NULL, 256, NULL};
+    const nib_cuda_attn good = {q, kv, kv, out, pos, 1, 8, 2, 128, 128, 1024, 0, 0.088f, 0.0f, NULL, 256, NULL, NULL};
     struct {
         const char *what, *says;
         nib_cuda_attn a;
@@ -531,10 +568,11 @@ static void test_errors(void) {
         {"hd_k 48", "hd_k 48", good},      {"hd_v 544", "hd_v 544", good},    {"max_len > n_ctx", "max_len", good},
         {"n_tok 0", "n_tok 0", good},      {"no scratch", "scratch", good},   {"q misaligned", "aligned", good},
         {"softcap -1", "softcap", good},   {"window -1", "window", good},     {"n_head_kv 0", "n_head_kv 0", good},
+        {"act_out misaligned", "act_out", good},
     };
     bad[0].a.q = NULL, bad[1].a.pos = NULL, bad[2].a.n_head = 6, bad[2].a.n_head_kv = 4, bad[3].a.hd_k = 48;
     bad[4].a.hd_v = 544, bad[5].a.max_len = 1025, bad[6].a.n_tok = 0, bad[7].a.max_len = 1024, bad[8].a.q = q + 1;
-    bad[9].a.softcap = -1.0f, bad[10].a.window = -1, bad[11].a.n_head_kv = 0;
+    bad[9].a.softcap = -1.0f, bad[10].a.window = -1, bad[11].a.n_head_kv = 0, bad[12].a.act_out = (uint8_t *)out + 4;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         memset(&err, 0, sizeof err);
         const nib_status s = nib_cuda_attention(&bad[i].a, NULL, &err);
