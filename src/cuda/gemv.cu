@@ -519,7 +519,8 @@ static cudaError_t launch_pair(const nib_cuda_weight *wa, const nib_cuda_weight 
                                float *yb, cudaStream_t st) {
     constexpr auto K = gemv_q8_ks_pair<FA, 4, 2, FB, 2, 4>;
     const int64_t most = (int64_t)(wa->sms > 0 ? wa->sms : 1) * blocks_per_sm<K>();
-    const int64_t need_a = CEIL_DIV(wa->n_out, (GEMV_WARPS / 2) * 4), need_b = CEIL_DIV(wb->n_out, (GEMV_WARPS / 4) * 2);
+    const int64_t need_a = CEIL_DIV(wa->n_out, (GEMV_WARPS / 2) * 4);
+    const int64_t need_b = CEIL_DIV(wb->n_out, (GEMV_WARPS / 4) * 2);
     const int g_a = (int)(need_a < most ? need_a : most), g_b = (int)(need_b < most ? need_b : most);
     return pdl_launch(K, dim3((unsigned)(g_a + g_b)), dim3(GEMV_WARPS * 32), 0, st, wa->dev, wa->row_bytes,
                       (int)wa->n_out, wb->dev, wb->row_bytes, (int)wb->n_out, a, ya, yb, (int)wa->n_in, g_a);

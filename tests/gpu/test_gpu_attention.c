@@ -224,7 +224,8 @@ static void run_case_with(const acase *c, const int *pos_list, int n_pos, void *
          * them, and the deferred-norm trailer (the last 256 bytes) all zero */
         int64_t q_bad = 0;
         for (int t = 0; t < c->n_tok; t++) {
-            const size_t qo = (size_t)t * qstride, dso = qstride * (size_t)c->n_tok + (size_t)t * (size_t)(n_row / 32) * 8;
+            const size_t qo = (size_t)t * qstride;
+            const size_t dso = qstride * (size_t)c->n_tok + (size_t)t * (size_t)(n_row / 32) * 8;
             if (pos + t >= c->max_len) {
                 for (int64_t b = 0; b < n_row / 32; b++) {
                     float d;
