@@ -283,7 +283,7 @@ static void run_q8_ksplit(const lab_ctx *c) {
 /* v9 (argument "pair"): Llama-3-8B Q4_K_M's Q/K/V where V is Q6_K (about
  * half its layers, and so in llama.cpp's Q4_K_M files): two launches, Q
  * and K fused (4096 -> 5120, Q4_K, split K 2 with 4 rows a group) and V
- * (4096 -> 1024, Q6_K, split K 4), against the library's gemv_q8_ks_pair,
+ * (4096 -> 1024, Q6_K, split K 4), against the library's gemv_q8_pair,
  * whose first blocks run the first and the rest the second. The pair's
  * outputs must equal the two launches' bit for bit; the run checks that
  * first. Measured before it went into the library (PDL graph): 9.7 -> 8.6
@@ -316,7 +316,7 @@ static void run_pair_one(const lab_ctx *c) {
     act_q8 a;
     pair_act(c, &a);
     const int g_a = CEIL_DIV(c->n_out, 8), g_b = CEIL_DIV(pair_geo.v_rows, 2);
-    launch(gemv_q8_ks_pair<fmt_q4_K, 4, 2, fmt_q6_K, 2, 4>, g_a + g_b, 128, c->st, c->W, c->row_bytes, c->n_out,
+    launch(gemv_q8_pair<part_ks<fmt_q4_K, 4, 2>, part_ks<fmt_q6_K, 2, 4>>, g_a + g_b, 128, c->st, c->W, c->row_bytes, c->n_out,
            c->W + pair_geo.v_off, pair_geo.v_row_bytes, pair_geo.v_rows, a, c->y, c->y + c->n_out, c->n_in, g_a);
 }
 

@@ -149,72 +149,77 @@ static cudaError_t launch_ks(const mm_args *a) {
     return pdl_launch(K, dim3(grid_of<K>(w, (W / KS) * R2)), dim3(W * 32), 0, a->stream, w->dev, w->row_bytes, a->a,
                       a->y, (int)w->n_in, (int)w->n_out, a->add);
 }
-/* Which split launch_q8_ks takes for a matrix: ks = 0 none (the plain
- * launcher's choice), else KS warps a row, R rows a warp group, U items a
- * lane a pass. The rules are the comment's above. A row whose items all fit
- * one pass of the KS warps' lanes at one item each runs U = 1: dot_rows
- * computes all U items of a pass, so U = 2 there doubles the work for
- * nothing (Qwen2.5-0.5B's 4864-wide Q4_K down: 76 items on 128 lanes; a
- * 4096 -> 1024 V: 64). The pair launcher (launch_pair) asks it too. */
-typedef struct ks_plan {
-    int ks, r, u;
-} ks_plan;
-typedef ks_plan (*ks_plan_fn)(int n_in, int n_out, int n_tok, bool best);
-template <class F, int U, int KSP>
-static ks_plan plan_ks(int n_in, int n_out, int n_tok, bool best) {
-    const ks_plan none = {0, 0, 0};
-    if (KSP == KS_NONE || n_tok != 1 || best) return none;
-    constexpr int KS_SQ = has_w<F>::value ? 4 : 2; /* the about square matrices' split */
-    if (KSP == KS_ALL && (n_in / F::CH) * 8 >= 7 * 32 * KS_SQ && n_in < 3 * n_out && n_out <= 2 * n_in &&
-        n_out > 1024)
-        return {KS_SQ, 4, 1};
-    if (n_in < 3 * n_out || n_in < 4096) return none;
-    if (KSP == KS_NARROW && n_in < 5 * n_out && n_out > 1024) return none;
-    const bool two_passes = n_in / F::CH > 2 * 32 * U;
-    const int ks = n_in >= 5 * n_out || (two_passes && !has_w<F>::value) || n_out <= 1024 ? 4 : 2;
-    return {ks, 2, U > 1 && n_in / F::CH <= 32 * ks ? 1 : U};
-}
+/* Which kernel launch_q8 runs for a matrix: split K (KS warps a row, R rows
+ * a warp group, U items a lane a pass; the rules are the comment's above),
+ * the plain kernel (R rows a warp, U items), the LM head's 4-row warps, the
+ * plain kernel at U = 1 for few short rows, or the prompt kernel. One
+ * function, so the pair launcher (launch_pair) asks the same. A row whose
+ * items all fit one pass of the KS warps' lanes at one item each runs
+ * U = 1: dot_rows computes all U items of a pass, so U = 2 there doubles
+ * the work for nothing (Qwen2.5-0.5B's 4864-wide Q4_K down: 76 items on 128
+ * lanes; a 4096 -> 1024 V: 64). */
+enum { Q8_KS, Q8_PLAIN, Q8_SHORT, Q8_FEW, Q8_BATCH };
+typedef struct q8_plan {
+    int kind, ks, r, u;
+} q8_plan;
+typedef q8_plan (*q8_plan_fn)(const nib_cuda_weight *w, int n_tok, bool best);
 template <class F, int R, int U, int KSP>
-static cudaError_t launch_q8_ks(const mm_args *a, bool *taken) {
-    const ks_plan p = plan_ks<F, U, KSP>((int)a->w->n_in, (int)a->w->n_out, a->n_tok, a->best != NULL);
-    *taken = p.ks != 0;
-    if constexpr (KSP != KS_NONE) {
-        constexpr int KS_SQ = has_w<F>::value ? 4 : 2;
-        if (p.r == 4) return launch_ks<F, 1, KS_SQ, 4>(a);
-        if (p.ks == 4) return p.u == 1 ? launch_ks<F, 1, 4>(a) : launch_ks<F, U, 4>(a);
-        if (p.ks == 2) return p.u == 1 ? launch_ks<F, 1, 2>(a) : launch_ks<F, U, 2>(a);
+static q8_plan plan_q8(const nib_cuda_weight *w, int n_tok, bool best) {
+    const int n_in = (int)w->n_in, n_out = (int)w->n_out;
+    if (n_tok != 1) return {Q8_BATCH, 0, 1, 1};
+    if (KSP != KS_NONE && !best) {
+        constexpr int KS_SQ = has_w<F>::value ? 4 : 2; /* the about square matrices' split */
+        if (KSP == KS_ALL && (n_in / F::CH) * 8 >= 7 * 32 * KS_SQ && n_in < 3 * n_out && n_out <= 2 * n_in &&
+            n_out > 1024)
+            return {Q8_KS, KS_SQ, 4, 1};
+        if (n_in >= 3 * n_out && n_in >= 4096 && !(KSP == KS_NARROW && n_in < 5 * n_out && n_out > 1024)) {
+            const bool two_passes = n_in / F::CH > 2 * 32 * U;
+            const int ks = n_in >= 5 * n_out || (two_passes && !has_w<F>::value) || n_out <= 1024 ? 4 : 2;
+            return {Q8_KS, ks, 2, U > 1 && n_in / F::CH <= 32 * ks ? 1 : U};
+        }
     }
-    return cudaSuccess;
+    /* an LM head (rows for 4 passes of a persistent grid of 4-row warps):
+     * 4 rows per warp, one item each per pass, whatever the row length
+     * (Llama-3-8B, 4096-wide rows, R = 2 and U = 2 before: Q4_K_M 395 ->
+     * 400 t/s, Q4_0 512 -> 521, Qwen2.5-7B Q4_K_M 375 -> 377) */
+    const bool tall = CEIL_DIV(n_out, GEMV_WARPS * SHORT_R) >= 4 * (int64_t)w->grid_cap;
+    if (n_in / F::CH >= 32 * U && !tall) return {Q8_PLAIN, 0, R, U};
+    if (CEIL_DIV(n_out, GEMV_WARPS * SHORT_R) >= w->grid_cap) return {Q8_SHORT, 0, SHORT_R, 1};
+    return {Q8_FEW, 0, R, 1}; /* few short rows: as many warps as rows (896 x 896 on 4-row warps used 56 SMs) */
 }
 
 template <class F, int R, int U, int KSP = KS_NONE>
 static cudaError_t launch_q8(const mm_args *a) {
     const nib_cuda_weight *w = a->w;
     const int n_in = (int)w->n_in, n_out = (int)w->n_out;
-    bool taken = false;
-    const cudaError_t ks = launch_q8_ks<F, R, U, KSP>(a, &taken);
-    if (taken) return ks;
-    /* an LM head (rows for 4 passes of a persistent grid of 4-row warps):
-     * 4 rows per warp, one item each per pass, whatever the row length
-     * (Llama-3-8B, 4096-wide rows, R = 2 and U = 2 before: Q4_K_M 395 ->
-     * 400 t/s, Q4_0 512 -> 521, Qwen2.5-7B Q4_K_M 375 -> 377) */
+    const q8_plan p = plan_q8<F, R, U, KSP>(w, a->n_tok, a->best != NULL);
     constexpr auto K_SHORT = gemv_q8<F, GEMV_WARPS, SHORT_R, 1, 1>;
-    const bool tall = CEIL_DIV(n_out, GEMV_WARPS * SHORT_R) >= 4 * (int64_t)w->grid_cap;
-    if (a->n_tok == 1 && n_in / F::CH >= 32 * U && !tall)
+    switch (p.kind) {
+    case Q8_KS:
+        if constexpr (KSP != KS_NONE) {
+            constexpr int KS_SQ = has_w<F>::value ? 4 : 2;
+            if (p.r == 4) return launch_ks<F, 1, KS_SQ, 4>(a);
+            if (p.ks == 4) return p.u == 1 ? launch_ks<F, 1, 4>(a) : launch_ks<F, U, 4>(a);
+            return p.u == 1 ? launch_ks<F, 1, 2>(a) : launch_ks<F, U, 2>(a);
+        }
+        return cudaErrorInvalidValue; /* not reached: KS_NONE plans no split */
+    case Q8_PLAIN:
         return pdl_launch(gemv_q8<F, GEMV_WARPS, R, U, 1>,
                           dim3(a->best ? persistent_grid(w, GEMV_WARPS * R) : (unsigned)w->grid),
                           dim3(GEMV_WARPS * 32), 0, a->stream, w->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out,
                           a->add, a->best);
-    if (a->n_tok == 1 && CEIL_DIV(n_out, GEMV_WARPS * SHORT_R) >= w->grid_cap)
+    case Q8_SHORT:
         return pdl_launch(K_SHORT, dim3(grid_of<K_SHORT>(w, GEMV_WARPS * SHORT_R)), dim3(GEMV_WARPS * 32), 0,
                           a->stream, w->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->add, a->best);
-    if (a->n_tok == 1) /* few short rows: as many warps as rows (896 x 896 on 4-row warps used 56 SMs) */
+    case Q8_FEW:
         return pdl_launch(gemv_q8<F, GEMV_WARPS, R, 1, 1>, dim3(w->grid), dim3(GEMV_WARPS * 32), 0, a->stream, w->dev,
                           w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->add, a->best);
-    return pdl_launch(gemv_q8<F, GEMV_WARPS, 1, 1, NT_BATCH>,
-                      dim3(CEIL_DIV(n_out, GEMV_WARPS), CEIL_DIV(a->n_tok, NT_BATCH)), dim3(GEMV_WARPS * 32), 0,
-                      a->stream, w->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->add,
-                      (unsigned long long *)NULL);
+    default:
+        return pdl_launch(gemv_q8<F, GEMV_WARPS, 1, 1, NT_BATCH>,
+                          dim3(CEIL_DIV(n_out, GEMV_WARPS), CEIL_DIV(a->n_tok, NT_BATCH)), dim3(GEMV_WARPS * 32), 0,
+                          a->stream, w->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->add,
+                          (unsigned long long *)NULL);
+    }
 }
 
 template <class F, int R, int U>
@@ -273,7 +278,7 @@ typedef struct gemv_row {
     occupancy_fn occupancy;
     int rows_per_block;
     bool persistent;        /* cap the grid at what the device holds at once */
-    ks_plan_fn plan;        /* the split launch_q8_ks takes (dp4a formats), or NULL */
+    q8_plan_fn plan;        /* the kernel launch_q8 runs (dp4a formats), or NULL */
 } gemv_row;
 
 /* One row per format with a kernel. The dp4a path won for every quantized
@@ -296,12 +301,12 @@ typedef struct gemv_row {
  * rows would waste loads and dp4a work on padding. */
 #define ROW_Q8(T, NAME, F, R, U, P)                                                                               \
     {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U>, launch_q8_glu<F, R, U>, occupancy_q8<F, R, U>, \
-     GEMV_WARPS * (R), P, plan_ks<F, U, KS_NONE>}
-/* the same with split K (launch_q8_ks: KS_ALL, or KS_LONG without the
+     GEMV_WARPS * (R), P, plan_q8<F, R, U, KS_NONE>}
+/* the same with split K (plan_q8: KS_ALL, or KS_LONG without the
  * about square matrices' rule) */
 #define ROW_Q8_KS(T, NAME, F, R, U, P, KSP)                                                               \
     {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U, KSP>, launch_q8_glu<F, R, U>,       \
-     occupancy_q8<F, R, U>, GEMV_WARPS * (R), P, plan_ks<F, U, KSP>}
+     occupancy_q8<F, R, U>, GEMV_WARPS * (R), P, plan_q8<F, R, U, KSP>}
 
 static const gemv_row gemv_rows[] = {
     {NIB_TYPE_F16, "gemv_f16", false, launch_f16<false>, NULL, occupancy_f16<false>, GEMV_WARPS, true, NULL},
@@ -317,7 +322,7 @@ static const gemv_row gemv_rows[] = {
      * 8.5), split K only where rows are few (KS_NARROW); its gate/up kernel
      * keeps 1 row a warp (2 with the up rows), unmeasured with more */
     {NIB_TYPE_Q3_K, "gemv_q8<q3_K>", true, launch_q8<fmt_q3_K, 4, 1, KS_NARROW>, launch_q8_glu<fmt_q3_K, 1, 1>,
-     occupancy_q8<fmt_q3_K, 4, 1>, GEMV_WARPS * 4, true, plan_ks<fmt_q3_K, 1, KS_NARROW>},
+     occupancy_q8<fmt_q3_K, 4, 1>, GEMV_WARPS * 4, true, plan_q8<fmt_q3_K, 4, 1, KS_NARROW>},
     ROW_Q8_KS(Q4_K, "q4_K", fmt_q4_K, 2, 2, true, KS_ALL),
     ROW_Q8_KS(Q5_K, "q5_K", fmt_q5_K, 2, 2, true, KS_ALL),
     ROW_Q8_KS(Q6_K, "q6_K", fmt_q6_K, 2, 2, true, KS_ALL),
@@ -337,9 +342,9 @@ static const gemv_row gemv_rows[] = {
      * 12.4 -> 9.7); their gate/up kernel keeps 1 row a warp, unmeasured. The
      * IQ1/IQ2/IQ3 kernels lost with it (IQ2_XXS 14336 x 4096 26.8 -> 43.7). */
     {NIB_TYPE_TQ1_0, "gemv_q8<tq1_0>", true, launch_q8<fmt_tq1_0, 4, 1>, launch_q8_glu<fmt_tq1_0, 1, 1>,
-     occupancy_q8<fmt_tq1_0, 4, 1>, GEMV_WARPS * 4, true, plan_ks<fmt_tq1_0, 1, KS_NONE>},
+     occupancy_q8<fmt_tq1_0, 4, 1>, GEMV_WARPS * 4, true, plan_q8<fmt_tq1_0, 4, 1, KS_NONE>},
     {NIB_TYPE_TQ2_0, "gemv_q8<tq2_0>", true, launch_q8<fmt_tq2_0, 4, 1>, launch_q8_glu<fmt_tq2_0, 1, 1>,
-     occupancy_q8<fmt_tq2_0, 4, 1>, GEMV_WARPS * 4, true, plan_ks<fmt_tq2_0, 1, KS_NONE>},
+     occupancy_q8<fmt_tq2_0, 4, 1>, GEMV_WARPS * 4, true, plan_q8<fmt_tq2_0, 4, 1, KS_NONE>},
     ROW_Q8(IQ2_XXS, "iq2_xxs", fmt_iq2_xxs, 1, 4, false),
     ROW_Q8(IQ2_XS, "iq2_xs", fmt_iq2_xs, 1, 4, false),
     ROW_Q8(IQ2_S, "iq2_s", fmt_iq2_s, 1, 4, false),
@@ -504,47 +509,65 @@ extern "C" nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib
 
 /* ---- two matrices of one activation row in one launch ------------------------ */
 
-/* The pair kernel has one instance per pair of formats: A split as the
- * about square matrices of the K-quants are (KS = 2, 4 rows a group, U = 1:
- * Llama-3-8B's fused Q and K, 4096 -> 5120), B as a narrow V is (KS = 4, 2
- * rows a group, U = 1: 4096 -> 1024). nib_cuda_matmul_pair takes it where
- * both rows' plans (plan_ks) are those, so it runs the very kernels the two
- * launches would (gemv_kernels.cuh gemv_q8_ks_pair); else two launches.
- * Llama-3-8B Q4_K_M, tg128 in one build: 449.0 / 450.8 -> 454.7 / 454.8 t/s
- * (+1.1%; bench/gpu-decode-notes.md v28). */
+/* The pair kernel (gemv_kernels.cuh gemv_q8_pair) runs two matrices' bodies
+ * in one grid: each part as the split-K body or the plain one at U = 1. A
+ * row of the table below is one instance: nib_cuda_matmul_pair takes it
+ * where both matrices' plans (plan_q8) are its parts', so it runs the very
+ * kernels the two launches would; else two launches. The instances: the
+ * fused Q/K and V shapes of Llama-3-8B (split + split), Qwen2.5-7B (split +
+ * plain) and the small models (plain + plain), for the Q4_K_M and Q5_K_M
+ * mixes (V in Q6_K in some layers, or Q8_0 where Q/K fall back to Q5_0/Q5_1).
+ * tg128 against two launches, each in one build (bench/gpu-decode-notes.md
+ * v28, v31): Llama-3-8B Q4_K_M +1.1%, Qwen2.5-7B Q4_K_M +1.6%, Llama-3.2-1B
+ * Q4_K_M +2.9%, Qwen2.5-0.5B Q4_K_M +2.4%. */
 typedef cudaError_t (*pair_launch_fn)(const nib_cuda_weight *wa, const nib_cuda_weight *wb, const act_q8 &a,
                                       float *ya, float *yb, cudaStream_t st);
-template <class FA, class FB>
+template <class PA, class PB>
 static cudaError_t launch_pair(const nib_cuda_weight *wa, const nib_cuda_weight *wb, const act_q8 &a, float *ya,
                                float *yb, cudaStream_t st) {
-    constexpr auto K = gemv_q8_ks_pair<FA, 4, 2, FB, 2, 4>;
+    constexpr auto K = gemv_q8_pair<PA, PB>;
     const int64_t most = (int64_t)(wa->sms > 0 ? wa->sms : 1) * blocks_per_sm<K>();
-    const int64_t need_a = CEIL_DIV(wa->n_out, (GEMV_WARPS / 2) * 4);
-    const int64_t need_b = CEIL_DIV(wb->n_out, (GEMV_WARPS / 4) * 2);
+    const int64_t need_a = CEIL_DIV(wa->n_out, PA::ROWS), need_b = CEIL_DIV(wb->n_out, PB::ROWS);
     const int g_a = (int)(need_a < most ? need_a : most), g_b = (int)(need_b < most ? need_b : most);
     return pdl_launch(K, dim3((unsigned)(g_a + g_b)), dim3(GEMV_WARPS * 32), 0, st, wa->dev, wa->row_bytes,
                       (int)wa->n_out, wb->dev, wb->row_bytes, (int)wb->n_out, a, ya, yb, (int)wa->n_in, g_a);
 }
-static const struct pair_row {
+typedef struct pair_row {
     nib_type a, b;
+    int ks_a, r_a, ks_b, r_b; /* each part's plan: split K ks (0: the plain kernel), R rows, U = 1 */
     const char *kernel;
     pair_launch_fn launch;
-} pair_rows[] = {
-    {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, "gemv_q8_ks_pair<q4_K, q6_K>", launch_pair<fmt_q4_K, fmt_q6_K>},
-    {NIB_TYPE_Q5_K, NIB_TYPE_Q6_K, "gemv_q8_ks_pair<q5_K, q6_K>", launch_pair<fmt_q5_K, fmt_q6_K>},
+} pair_row;
+#define PAIR_KK(A, B, FA, FB)                                                                             {NIB_TYPE_##A, NIB_TYPE_##B, 2, 4, 4, 2, "gemv_q8_pair<split " #A ", split " #B ">",                    launch_pair<part_ks<FA, 4, 2>, part_ks<FB, 2, 4>>},                                                  {NIB_TYPE_##A, NIB_TYPE_##B, 2, 4, 0, 2, "gemv_q8_pair<split " #A ", plain " #B ">",                    launch_pair<part_ks<FA, 4, 2>, part_plain<FB, 2>>},                                                  {NIB_TYPE_##A, NIB_TYPE_##B, 0, 2, 0, 2, "gemv_q8_pair<plain " #A ", plain " #B ">",                    launch_pair<part_plain<FA, 2>, part_plain<FB, 2>>}
+/* rows that are not whole K-quant blocks (Qwen2.5-0.5B's 896) fall back to
+ * Q5_0/Q5_1 and Q8_0 in those mixes: plain pairs of 1-row warps */
+#define PAIR_LL(A, B, FA, FB)                                                                         \
+    {NIB_TYPE_##A, NIB_TYPE_##B, 0, 1, 0, 1, "gemv_q8_pair<plain " #A ", plain " #B ">",               \
+     launch_pair<part_plain<FA, 1>, part_plain<FB, 1>>}
+static const pair_row pair_rows[] = {
+    PAIR_KK(Q4_K, Q6_K, fmt_q4_K, fmt_q6_K),
+    PAIR_KK(Q5_K, Q6_K, fmt_q5_K, fmt_q6_K),
+    PAIR_LL(Q5_0, Q8_0, fmt_q5_0, fmt_q8_0),
+    PAIR_LL(Q5_1, Q8_0, fmt_q5_1, fmt_q8_0),
 };
+#undef PAIR_KK
+#undef PAIR_LL
 
-static bool plan_is(const gemv_row *r, const nib_cuda_weight *w, int ks, int rows, int u) {
-    const ks_plan p = r->plan((int)w->n_in, (int)w->n_out, 1, false);
-    return p.ks == ks && p.r == rows && p.u == u;
+static bool part_is(const gemv_row *r, const nib_cuda_weight *w, int ks, int rows) {
+    const q8_plan p = r->plan(w, 1, false);
+    if (p.r != rows || p.u != 1) return false;
+    return ks ? p.kind == Q8_KS && p.ks == ks : p.kind == Q8_PLAIN || p.kind == Q8_FEW;
 }
 
 static const pair_row *pair_get(const nib_cuda_weight *wa, const nib_cuda_weight *wb, int n_tok) {
     const gemv_row *ra = row_get(wa->type), *rb = row_get(wb->type);
     if (n_tok != 1 || wa->n_in != wb->n_in || !ra || !rb || !ra->plan || !rb->plan) return NULL;
-    for (size_t i = 0; i < sizeof pair_rows / sizeof pair_rows[0]; i++)
-        if (pair_rows[i].a == wa->type && pair_rows[i].b == wb->type)
-            return plan_is(ra, wa, 2, 4, 1) && plan_is(rb, wb, 4, 2, 1) ? &pair_rows[i] : NULL;
+    for (size_t i = 0; i < sizeof pair_rows / sizeof pair_rows[0]; i++) {
+        const pair_row *p = &pair_rows[i];
+        if (p->a == wa->type && p->b == wb->type && part_is(ra, wa, p->ks_a, p->r_a) &&
+            part_is(rb, wb, p->ks_b, p->r_b))
+            return p;
+    }
     return NULL;
 }
 

@@ -733,12 +733,12 @@ __device__ __forceinline__ void dot_rows(const uint8_t *const (&wr)[R], const ac
  * persistent grid: see gemv.cu for why). blockIdx.y picks a chunk of NT
  * tokens: the weights are read once per chunk. */
 template <class F, int WARPS, int R, int U, int NT>
-__global__ void __launch_bounds__(WARPS * 32)
-gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int y_stride, int n_in,
-        int n_out, int add, unsigned long long *best) {
+__device__ __forceinline__ void q8_body(const uint8_t *__restrict__ W, size_t row_bytes, const act_q8 &a,
+                                        float *__restrict__ y, int y_stride, int n_in, int n_out, int add,
+                                        unsigned long long *best, int block, int n_blocks) {
     pdl_launch_dependents();
     const int lane = threadIdx.x & 31, t0 = blockIdx.y * NT;
-    const int first = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * R;
+    const int first = (block * WARPS + (threadIdx.x >> 5)) * R;
     constexpr bool AHEAD = ahead<F, R, U>::on && NT == 1;
     ahead<F, R, U> pre;
     if (AHEAD) {
@@ -774,9 +774,15 @@ gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__rest
     };
     /* the first row group apart, so the words loaded ahead die with it */
     int row0 = first;
-    if (AHEAD && row0 < n_out) group(row0, true), row0 += gridDim.x * WARPS * R;
-    for (; row0 < n_out; row0 += gridDim.x * WARPS * R) group(row0, false);
+    if (AHEAD && row0 < n_out) group(row0, true), row0 += n_blocks * WARPS * R;
+    for (; row0 < n_out; row0 += n_blocks * WARPS * R) group(row0, false);
     if (best) block_offer_best(best, mine);
+}
+template <class F, int WARPS, int R, int U, int NT>
+__global__ void __launch_bounds__(WARPS * 32)
+gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int y_stride, int n_in,
+        int n_out, int add, unsigned long long *best) {
+    q8_body<F, WARPS, R, U, NT>(W, row_bytes, a, y, y_stride, n_in, n_out, add, best, blockIdx.x, gridDim.x);
 }
 
 /* Split K for long rows: KS warps of a block share R rows, their 32 * KS
@@ -846,20 +852,37 @@ gemv_q8_ks(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__r
     ks_body<F, WARPS, R, U, KS>(W, row_bytes, a, y, n_in, n_out, add, blockIdx.x, gridDim.x);
 }
 
-/* Two split-K GEMVs of one activation row in one grid, for two matrices of
- * different formats that would run as two launches (Llama-3-8B Q4_K_M's Q
- * and K, fused, Q4_K, and its V, Q6_K, in half its layers, as in llama.cpp's
- * Q4_K_M files): the first g_a blocks run the first (KS_A warps a row, R_A
- * rows a group), the rest the second; each block runs one body, so its
- * barriers stay block-uniform. Outputs are bit for bit the two launches'.
- * Kernel lab (dev/cuda/gemv_lab.cu "pair"), 4096 -> 5120 Q4_K + 4096 -> 1024
- * Q6_K under PDL graph replay: 9.7 -> 8.6 us. U = 1 for both. */
-template <class FA, int RA, int KSA, class FB, int RB, int KSB>
+/* Two GEMVs of one activation row (one token) in one grid, for two
+ * matrices of different formats that would run as two launches (a model's
+ * fused Q and K, Q4_K, and its V, Q6_K, in the layers where llama.cpp's
+ * Q4_K_M mix gives V more bits): the first g_a blocks run the first part,
+ * the rest the second; each block runs one body, so its barriers stay
+ * block-uniform. A part is the split-K body or the plain one, both at U = 1,
+ * as the launcher would run that matrix alone, so the outputs are bit for
+ * bit the two launches'. Kernel lab (dev/cuda/gemv_lab.cu "pair"), Llama-3-8B's
+ * 4096 -> 5120 Q4_K + 4096 -> 1024 Q6_K under PDL graph replay: 9.7 -> 8.6 us. */
+template <class F, int R, int KS>
+struct part_ks {
+    static constexpr int ROWS = (GEMV_WARPS / KS) * R; /* rows a block covers */
+    static __device__ __forceinline__ void run(const uint8_t *W, size_t rb, const act_q8 &a, float *y, int n_in,
+                                               int n_out, int block, int n_blocks) {
+        ks_body<F, GEMV_WARPS, R, 1, KS>(W, rb, a, y, n_in, n_out, 0, block, n_blocks);
+    }
+};
+template <class F, int R>
+struct part_plain {
+    static constexpr int ROWS = GEMV_WARPS * R;
+    static __device__ __forceinline__ void run(const uint8_t *W, size_t rb, const act_q8 &a, float *y, int n_in,
+                                               int n_out, int block, int n_blocks) {
+        q8_body<F, GEMV_WARPS, R, 1, 1>(W, rb, a, y, n_out, n_in, n_out, 0, NULL, block, n_blocks);
+    }
+};
+template <class PA, class PB>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
-gemv_q8_ks_pair(const uint8_t *__restrict__ WA, size_t rb_a, int n_a, const uint8_t *__restrict__ WB, size_t rb_b,
-                int n_b, act_q8 a, float *__restrict__ y_a, float *__restrict__ y_b, int n_in, int g_a) {
-    if ((int)blockIdx.x < g_a) ks_body<FA, GEMV_WARPS, RA, 1, KSA>(WA, rb_a, a, y_a, n_in, n_a, 0, blockIdx.x, g_a);
-    else ks_body<FB, GEMV_WARPS, RB, 1, KSB>(WB, rb_b, a, y_b, n_in, n_b, 0, blockIdx.x - g_a, gridDim.x - g_a);
+gemv_q8_pair(const uint8_t *__restrict__ WA, size_t rb_a, int n_a, const uint8_t *__restrict__ WB, size_t rb_b,
+             int n_b, act_q8 a, float *__restrict__ y_a, float *__restrict__ y_b, int n_in, int g_a) {
+    if ((int)blockIdx.x < g_a) PA::run(WA, rb_a, a, y_a, n_in, n_a, blockIdx.x, g_a);
+    else PB::run(WB, rb_b, a, y_b, n_in, n_b, blockIdx.x - g_a, gridDim.x - g_a);
 }
 
 /* The gated feed-forward's first half in one pass: h[t][row] =

@@ -217,14 +217,20 @@ static void test_split_k_add(void) {
  * for bit the two plain calls' (the same kernel bodies, the same order of
  * additions), which test_gpu_gemv checks against the CPU reference. The
  * shapes say whether the pair kernel runs (Llama-3-8B's 4096 -> 5120 and
- * 1024, and odd row counts that take the same plans) or two launches
- * (2048-wide rows, three tokens), and the test checks that choice too. */
+ * 1024 on split K, Qwen2.5-7B's split Q/K and plain V, the small models'
+ * plain pairs, and odd row counts with the same plans) or two launches (a
+ * split at U = 2, three tokens, a format pair without an instance), and the
+ * test checks that choice too. */
 static void test_matmul_pair(void) {
     const struct { nib_type a, b; int64_t n_in, n_a, n_b; int n_tok; bool one; } cases[] = {
-        {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, 4096, 5120, 1024, 1, true},
+        {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, 4096, 5120, 1024, 1, true}, /* split + split */
         {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, 4096, 4100, 1000, 1, true},
         {NIB_TYPE_Q5_K, NIB_TYPE_Q6_K, 4096, 5120, 1024, 1, true},
-        {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, 2048, 2560, 512, 1, false},
+        {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, 3584, 4096, 512, 1, true},  /* split + plain */
+        {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, 2048, 2560, 512, 1, true},  /* plain + plain */
+        {NIB_TYPE_Q5_0, NIB_TYPE_Q8_0, 896, 1024, 128, 1, true},  /* 1-row warps */
+        {NIB_TYPE_Q5_1, NIB_TYPE_Q8_0, 896, 1030, 131, 1, true},
+        {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, 8192, 2048, 512, 1, false}, /* Q/K split K 2 at U = 2 */
         {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, 4096, 5120, 1024, 3, false},
         {NIB_TYPE_Q4_K, NIB_TYPE_Q8_0, 4096, 5120, 1024, 1, false},
     };
@@ -233,7 +239,11 @@ static void test_matmul_pair(void) {
         const int64_t n_in = cases[ci].n_in, n_a = cases[ci].n_a, n_b = cases[ci].n_b;
         const int T = cases[ci].n_tok;
         nib_cuda_weight *wa = random_weight(cases[ci].a, n_in, n_a), *wb = random_weight(cases[ci].b, n_in, n_b);
-        const char *k = wa && wb ? nib_cuda_pair_kernel(wa, wb, T) : NULL;
+        if (!wa || !wb) { /* counted by random_weight */
+            nib_cuda_weight_free(wa), nib_cuda_weight_free(wb);
+            continue;
+        }
+        const char *k = nib_cuda_pair_kernel(wa, wb, T);
         CHECK((k != NULL) == cases[ci].one, "%s+%s %lld -> %lld+%lld, %d tokens: pair kernel %s, expected %s",
               nib_type_name(cases[ci].a), nib_type_name(cases[ci].b), (long long)n_in, (long long)n_a,
               (long long)n_b, T, k ? k : "none", cases[ci].one ? "one" : "none");
@@ -246,7 +256,7 @@ static void test_matmul_pair(void) {
         float *dya = dalloc(sizeof(float) * na), *dyb = dalloc(sizeof(float) * nb);
         void *act = dalloc(nib_cuda_act_bytes(n_in, T));
         up(dx, x, sizeof(float) * (size_t)(n_in * T));
-        nib_status s = wa && wb ? nib_cuda_act_quantize(dx, n_in, T, act, NULL, &err) : NIB_ERR_ARG;
+        nib_status s = nib_cuda_act_quantize(dx, n_in, T, act, NULL, &err);
         if (s == NIB_OK) s = nib_cuda_fill_f32(dya, NAN, na, &err);
         if (s == NIB_OK) s = nib_cuda_fill_f32(dyb, NAN, nb, &err);
         if (s == NIB_OK) s = nib_cuda_matmul(wa, dx, act, T, dya, false, NULL, &err);
