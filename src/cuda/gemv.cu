@@ -538,7 +538,13 @@ typedef struct pair_row {
     const char *kernel;
     pair_launch_fn launch;
 } pair_row;
-#define PAIR_KK(A, B, FA, FB)                                                                             {NIB_TYPE_##A, NIB_TYPE_##B, 2, 4, 4, 2, "gemv_q8_pair<split " #A ", split " #B ">",                    launch_pair<part_ks<FA, 4, 2>, part_ks<FB, 2, 4>>},                                                  {NIB_TYPE_##A, NIB_TYPE_##B, 2, 4, 0, 2, "gemv_q8_pair<split " #A ", plain " #B ">",                    launch_pair<part_ks<FA, 4, 2>, part_plain<FB, 2>>},                                                  {NIB_TYPE_##A, NIB_TYPE_##B, 0, 2, 0, 2, "gemv_q8_pair<plain " #A ", plain " #B ">",                    launch_pair<part_plain<FA, 2>, part_plain<FB, 2>>}
+#define PAIR_KK(A, B, FA, FB)                                                           \
+    {NIB_TYPE_##A, NIB_TYPE_##B, 2, 4, 4, 2, "gemv_q8_pair<split " #A ", split " #B ">", \
+     launch_pair<part_ks<FA, 4, 2>, part_ks<FB, 2, 4>>},                                \
+    {NIB_TYPE_##A, NIB_TYPE_##B, 2, 4, 0, 2, "gemv_q8_pair<split " #A ", plain " #B ">", \
+     launch_pair<part_ks<FA, 4, 2>, part_plain<FB, 2>>},                                \
+    {NIB_TYPE_##A, NIB_TYPE_##B, 0, 2, 0, 2, "gemv_q8_pair<plain " #A ", plain " #B ">", \
+     launch_pair<part_plain<FA, 2>, part_plain<FB, 2>>}
 /* rows that are not whole K-quant blocks (Qwen2.5-0.5B's 896) fall back to
  * Q5_0/Q5_1 and Q8_0 in those mixes: plain pairs of 1-row warps */
 #define PAIR_LL(A, B, FA, FB)                                                                         \
