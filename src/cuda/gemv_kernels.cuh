@@ -794,7 +794,7 @@ gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__rest
  * Q6_K 29.3 -> 25.6 (KS = 2); 4864x896 Q4_K 7.0 -> 5.7 (KS = 4); with 2
  * rows a group it loses on 4096-wide rows and on LM heads; with 4 rows a
  * group it wins on about square matrices of 3584-wide rows and up (gemv.cu
- * launch_q8_ks). One token; the row loop is block-uniform for the barriers. */
+ * plan_q8). One token; the row loop is block-uniform for the barriers. */
 template <class F, int WARPS, int R, int U, int KS>
 __device__ __forceinline__ void ks_body(const uint8_t *__restrict__ W, size_t row_bytes, const act_q8 &a,
                                         float *__restrict__ y, int n_in, int n_out, int add, int block, int n_blocks) {
