@@ -106,6 +106,7 @@
 #define ATTN_COUNTER_BYTES (ATTN_COUNTERS * 4)
 #define ATTN_WARPS 4              /* warps per attn_split CTA */
 #define ATTN_THREADS (ATTN_WARPS * 32)
+#define ATTN_FOLD_MAX 512 /* dims a CTA quantizes in its epilogue at most (nib_cuda_attention) */
 #define ATTN_MERGE_THREADS 256    /* attn_merge: float4 columns x groups of splits */
 #define ATTN_MAX_TOK 65535        /* grid z */
 #define ATTN_MAX_HD 512
@@ -789,8 +790,15 @@ extern "C" nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, n
     while (1 << p.chunk_log2 < p.chunk) p.chunk_log2++;
     p.n_split = CEIL_DIV(a->max_len, p.chunk);
     p.scale = a->scale, p.softcap = a->softcap;
-    if (a->act_out) {
-        ATTN_ARG(misaligned(a->act_out), "act_out must be 16-byte aligned");
+    /* The quantized output from the kernels' own epilogue where a CTA writes
+     * at most ATTN_FOLD_MAX dims a token; beyond that its serial quantize
+     * costs more than a kernel of its own (tg128 in one build, fold against
+     * separate: Llama-3-8B 512 dims a CTA +0.7%, Qwen2.5-0.5B 256 +3.6%;
+     * Gemma 3 270M, one KV head, 4 x 256 = 1024 dims in one CTA, -1.8%:
+     * bench/gpu-decode-notes.md v30, v32). */
+    const bool fold = a->act_out && (int64_t)(r->gb < p.group ? r->gb : p.group) * a->hd_v <= ATTN_FOLD_MAX;
+    if (a->act_out) ATTN_ARG(misaligned(a->act_out), "act_out must be 16-byte aligned");
+    if (fold) {
         const int64_t n = (int64_t)a->n_head * a->hd_v;
         p.act_q = (int8_t *)a->act_out;
         p.act_stride = (int)cuda_act_qs_stride(n);
@@ -814,5 +822,8 @@ extern "C" nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, n
                          (int64_t)p.n_tok * p.n_head_kv * p.n_slices > ATTN_COUNTERS;
     }
 #undef ATTN_ARG
-    return attn_launch(&p, r, (cudaStream_t)stream, err);
+    nib_status s = attn_launch(&p, r, (cudaStream_t)stream, err);
+    if (s == NIB_OK && a->act_out && !fold)
+        s = nib_cuda_act_quantize(a->out, (int64_t)a->n_head * a->hd_v, a->n_tok, a->act_out, stream, err);
+    return s;
 }

@@ -61,7 +61,8 @@ typedef struct nib_cuda_attn {
                                allocation (see below); NULL allowed when max_len <= 32 */
     void *act_out;          /* NULL, or nib_cuda_act_bytes(n_head * hd_v, n_tok) bytes of device memory that
                                get out quantized as nib_cuda_act_quantize(out) would leave them, bit for bit
-                               (one kernel fewer before a quantized output projection) */
+                               (by the attention kernels themselves where a CTA writes few dims: one kernel
+                               fewer before a quantized output projection; else by that kernel after them) */
 } nib_cuda_attn;
 
 /* Device scratch for the split-K partials: 4 KB of merge counters (uint32),

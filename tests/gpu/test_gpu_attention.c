@@ -45,7 +45,10 @@
  * Every case also asks for the output quantized (act_out): in all three
  * ways it must equal nib_cuda_act_quantize of the output bit for bit (the
  * same rule on the same floats), with NaN scales for tokens past max_len
- * and the deferred-norm trailer zeroed over its NaN poison.
+ * and the deferred-norm trailer zeroed over its NaN poison. (The kernels
+ * quantize in their epilogue where a CTA writes <= 512 dims, e.g. hd 128 x
+ * 4 heads; the wider cases, hd 256 or 512 x 4 heads, take the quantize
+ * kernel after them: both ways are covered.)
  *
  * The chain as the decode step launches it: qkv_rope then the attention,
  * four layers back to back on one stream with no sync (the attention is a
