@@ -68,6 +68,23 @@ $(tensor_type blk.1.attn_v.weight "$ins") $(tensor_type blk.1.ffn_down.weight "$
     "$nib" run "$tmp/q2.gguf" -p "hello" -n 4 --temp 0 >/dev/null 2>"$tmp/err" && grep -q "generated 4 tokens" "$tmp/err" \
         && ok "nib run on synth tiny-qwen2 generates 4 tokens" || bad "nib run on tiny-qwen2: $(tail -2 "$tmp/err")"
 else bad "synth tiny-qwen2: $(cat "$tmp/out")"; fi
+# gemma3: QK-norms and the norms after attention and FFN, the sliding window key, 128-wide
+# rows (Q5_0/Q8_0 fallbacks as in the real Gemma 3 270M Q4_K_M file; V gets more bits in
+# layers 2, 5 and 6 of 7), tied head; 7 layers: local ones and the global 6th
+if "$nib" synth --shape tiny-gemma3 --type Q4_K_M -o "$tmp/g3.gguf" >"$tmp/out" 2>&1; then
+    ins=$("$nib" inspect "$tmp/g3.gguf")
+    got="$(tensor_type token_embd.weight "$ins") $(tensor_type blk.0.attn_q.weight "$ins") \
+$(tensor_type blk.0.attn_v.weight "$ins") $(tensor_type blk.2.attn_v.weight "$ins") \
+$(tensor_type blk.2.ffn_down.weight "$ins") $(tensor_type blk.3.attn_q_norm.weight "$ins") \
+$(tensor_type blk.6.post_ffw_norm.weight "$ins") $(tensor_type blk.6.post_attention_norm.weight "$ins")"
+    nt=$(echo "$ins" | grep -cE '^ +[0-9]+  blk\.|^ +[0-9]+  (token_embd|output)')
+    win=$(echo "$ins" | awk '$1 == "gemma3.attention.sliding_window" { print $3 }')
+    [ "$got" = "Q8_0 Q5_0 Q5_0 Q8_0 Q6_K F32 F32 F32" ] && [ "$nt" = 93 ] && [ "$win" = 16 ] \
+        && ok "synth tiny-gemma3 Q4_K_M: 93 tensors, gemma3 norms, window 16, fallback types" \
+        || bad "synth tiny-gemma3: types '$got', $nt tensors, window '$win'"
+    "$nib" run "$tmp/g3.gguf" -p "hello" -n 4 --temp 0 >/dev/null 2>"$tmp/err" && grep -q "generated 4 tokens" "$tmp/err" \
+        && ok "nib run on synth tiny-gemma3 generates 4 tokens" || bad "nib run on tiny-gemma3: $(tail -2 "$tmp/err")"
+else bad "synth tiny-gemma3: $(cat "$tmp/out")"; fi
 # determinism: the bytes are a function of (shape, type, seed), whatever the thread count
 "$nib" synth --shape tiny-llama --type Q4_K_M --seed 7 -t 1 -o "$tmp/again.gguf" >/dev/null 2>&1
 cmp -s "$tmp/synth-Q4_K_M.gguf" "$tmp/again.gguf" && ok "synth: same seed, 1 vs all threads: identical bytes" \

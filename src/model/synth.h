@@ -31,7 +31,7 @@
 
 typedef struct nib_synth_shape {
     const char *name;     /* "llama3-8b" */
-    const char *arch;     /* general.architecture: "llama" or "qwen2" */
+    const char *arch;     /* general.architecture: "llama", "qwen2" or "gemma3" */
     int32_t n_vocab;
     int32_t n_embd;
     int32_t n_layer;
@@ -44,6 +44,7 @@ typedef struct nib_synth_shape {
     float norm_eps;
     bool tied;            /* no output.weight: the LM head is token_embd */
     bool qkv_bias;        /* attn_{q,k,v}.bias (qwen2) */
+    int32_t window;       /* gemma3: attention.sliding_window, and its QK-norms and post-norms; 0 otherwise */
 } nib_synth_shape;
 
 /* A llama.cpp file type: the base format of the matrices and its mix rules. */
