@@ -149,74 +149,6 @@ static int persistent_blocks(K kernel, int threads) {
     return sm_count * (per_sm > 0 ? per_sm : 1);
 }
 
-/* v12 (argument "/v1"): the IQ4_NL, IQ4_XS and MXFP4 dots as they were
- * before they split into load and dot_w (no loads ahead of pdl_wait), for
- * timing against the library's in one run */
-struct fmt_iq4_nl_v1 {
-    static constexpr int QK = 32, BYTES = 18, CH = 32;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int, const int8_t *xq, const float2 *ds) {
-        uint32_t w[5];
-        load_words(b, w);
-        int a[8];
-        load_act32(xq, a);
-        int sumi = 0;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const int2 v = lut16(__funnelshift_r(w[k], w[k + 1], 16), IQ4NL_T);
-            sumi = __dp4a(v.x, a[k], sumi);
-            sumi = __dp4a(v.y, a[k + 4], sumi);
-        }
-        return h2f(w[0]) * __ldg(&ds->x) * (float)sumi;
-    }
-};
-
-struct fmt_mxfp4_v1 {
-    static constexpr int QK = 32, BYTES = 17, CH = 32;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int, const int8_t *xq, const float2 *ds) {
-        uint32_t w[5];
-        load_words(b, w);
-        int a[8];
-        load_act32(xq, a);
-        int sumi = 0;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const int2 v = lut16(__funnelshift_r(w[k], w[k + 1], 8), MXFP4_T);
-            sumi = __dp4a(v.x, a[k], sumi);
-            sumi = __dp4a(v.y, a[k + 4], sumi);
-        }
-        const uint32_t e = w[0] & 0xFFu;
-        const float half_scale = __uint_as_float(e < 2 ? 0x00200000u << e : (e - 1) << 23);
-        return half_scale * __ldg(&ds->x) * (float)sumi;
-    }
-};
-
-struct fmt_iq4_xs_v1 {
-    static constexpr int QK = 256, BYTES = 136, CH = 64;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
-        uint32_t hdr[2], q[8];
-        load_words_a4(b, hdr);
-        load_words_a4(b + 8 + 32 * c, q);
-        const float d = h2f(hdr[0]);
-        int a[8];
-        float acc = 0.0f;
-#pragma unroll
-        for (int t = 0; t < 2; t++) {
-            const int ib = 2 * c + t;
-            load_act32(xq + 32 * ib, a);
-            int sumi = 0;
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const int2 v = lut16(q[4 * t + k], IQ4NL_T);
-                sumi = __dp4a(v.x, a[k], sumi);
-                sumi = __dp4a(v.y, a[k + 4], sumi);
-            }
-            const int ls = ((int)((hdr[1] >> (4 * ib)) & 15u) | (int)(((hdr[0] >> 16) >> (2 * ib)) & 3u) << 4) - 32;
-            acc += __ldg(&ds[ib].x) * (float)(ls * sumi);
-        }
-        return d * acc;
-    }
-};
-
 /* v1 (call it w4r1): the first library kernel, one warp per row, one block per
  * 4 rows. wWrR[p]: W warps per block, R rows per warp, p = persistent grid. */
 template <class F, int W, int R, bool P, int U = 2>
@@ -415,14 +347,9 @@ static const variant variants[] = {
     {"Q2_K/lowks4", 256, 84, run_q8_ksplit<fmt_q2_K, 4, 2, 1, 4>},
     {"Q3_K/lowks-lib", 256, 110, run_q8<fmt_q3_K, 4, 1, false, 1>},
     {"Q3_K/lowks4", 256, 110, run_q8_ksplit<fmt_q3_K, 4, 2, 1, 4>},
-    /* v12 (argument "/v1"): the old IQ4 dots, plain and split, against the
-     * rows above (the library's now); "/sq": the launcher's split for about
-     * square matrices with the new ones */
-    V_Q8("IQ4_NL/v1", fmt_iq4_nl_v1, 1, 4, false), V_Q8("IQ4_XS/v1", fmt_iq4_xs_v1, 1, 2, false),
-    V_Q8("MXFP4/v1", fmt_mxfp4_v1, 1, 4, false),
-    {"IQ4_NL/v1ks2", 32, 18, run_q8_ksplit<fmt_iq4_nl_v1, 4, 2, 4, 2>},
-    {"IQ4_XS/v1ks2", 256, 136, run_q8_ksplit<fmt_iq4_xs_v1, 4, 2, 2, 2>},
-    {"MXFP4/v1ks2", 32, 17, run_q8_ksplit<fmt_mxfp4_v1, 4, 2, 4, 2>},
+    /* v12 (argument "/sq"): the launcher's split for about square matrices
+     * with the IQ4 dots that load ahead. (The run of v12 also timed the old
+     * dots, rows "/v1", since removed: bench/results/2026-11-30-h200-gemv-iq4.md) */
     {"IQ4_NL/sq4r4u1", 32, 18, run_q8_ksplit<fmt_iq4_nl, 4, 4, 1, 4>},
     {"MXFP4/sq4r4u1", 32, 17, run_q8_ksplit<fmt_mxfp4, 4, 4, 1, 4>},
 };
@@ -667,8 +594,7 @@ int main(int argc, char **argv) {
         const variant *var = &variants[v];
         /* no filter: every variant but the tuning sweeps */
         bool wanted = argc <= 2 && !strstr(var->name, "/w") && !strstr(var->name, "/u") && !strstr(var->name, "/r") &&
-                      !strstr(var->name, "/ks") && !strstr(var->name, "/lowks") &&
-                      !strstr(var->name, "/v1") && !strstr(var->name, "/sq");
+                      !strstr(var->name, "/ks") && !strstr(var->name, "/lowks") && !strstr(var->name, "/sq");
         for (int a = 2; a < argc; a++) /* "=NAME": that variant alone; else names containing it */
             wanted |= argv[a][0] == '=' ? !strcmp(var->name, argv[a] + 1) : strstr(var->name, argv[a]) != NULL;
         if (!wanted) continue;

@@ -143,6 +143,15 @@ typedef struct attn_params {
     int act_stride;
 } attn_params;
 
+/* Where element i of token t's output row (i = head * hd_v + dim) goes in
+ * the quantized output: its quant, and the (d, s) of its block of 32. */
+__device__ __forceinline__ int8_t *attn_act_q(const attn_params &a, int t, size_t i) {
+    return a.act_q + (size_t)t * a.act_stride + i;
+}
+__device__ __forceinline__ float2 *attn_act_ds(const attn_params &a, int t, size_t i) {
+    return a.act_ds + ((size_t)t * a.n_head * a.hd_v + i) / 32;
+}
+
 /* The (d, s) of token t's blocks of heads [h0, h0 + n_h) as NaN, from
  * threads [0, nthreads): a broken host bound's output is NaN, and so is what
  * a GEMV reads of it. */
@@ -480,8 +489,7 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
             const size_t i = (size_t)h * a.hd_v + d;
             a.out[(size_t)t * a.n_head * a.hd_v + i] = o;
             /* a warp holds 32 consecutive dims of one head (hd_v % 32 == 0): one block */
-            if (a.act_q) quantize_warp32(o, a.act_q + (size_t)t * a.act_stride + i,
-                                         a.act_ds + ((size_t)t * a.n_head * a.hd_v + i) / 32);
+            if (a.act_q) quantize_warp32(o, attn_act_q(a, t, i), attn_act_ds(a, t, i));
         } else {
             const size_t th = ((size_t)t * a.n_head + h) * a.n_split + split;
             a.part_acc[th * a.hd_v + d] = A;
@@ -544,8 +552,7 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
         ((float4 *)(a.out + ((size_t)t * a.n_head + h0 + g) * a.hd_v))[c] = A;
         if (a.act_q) { /* 8 lanes hold one block of 32 dims (hd_v / 4 % 8 == 0) */
             const size_t i = (size_t)(h0 + g) * a.hd_v + 4 * c;
-            quantize_lanes8x4(A, a.act_q + (size_t)t * a.act_stride + i,
-                              a.act_ds + ((size_t)t * a.n_head * a.hd_v + i) / 32);
+            quantize_lanes8x4(A, attn_act_q(a, t, i), attn_act_ds(a, t, i));
         }
     }
 }
@@ -629,8 +636,7 @@ __global__ void __launch_bounds__(ATTN_MERGE_THREADS) attn_merge(const attn_para
         ((float4 *)dst)[col] = o;
         if (a.act_q) { /* threads 0 .. n_col - 1: 8 lanes a block of 32 dims */
             const size_t i = (size_t)h * a.hd_v + 4 * col;
-            quantize_lanes8x4(o, a.act_q + (size_t)t * a.act_stride + i,
-                              a.act_ds + ((size_t)t * a.n_head * a.hd_v + i) / 32);
+            quantize_lanes8x4(o, attn_act_q(a, t, i), attn_act_ds(a, t, i));
         }
     }
 }

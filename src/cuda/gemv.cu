@@ -141,6 +141,9 @@ static unsigned grid_of(const nib_cuda_weight *w, int rows_per_block) {
  * loses with it (lab, 4096 x 4096: 7.2 -> 8.6 us; Q5_0 8.9 -> 8.2, Q5_1 8.8
  * -> 8.6, Q8_0 9.5 -> 8.6, Q5_K 8.1 -> 7.8): KS_LONG, every rule but this. */
 enum { KS_NONE, KS_ALL, KS_LONG, KS_NARROW };
+/* the about square matrices' split: KS = 4 where the format loads ahead (W), 2 for the K-quants */
+template <class F>
+constexpr int KS_SQUARE = has_w<F>::value ? 4 : 2;
 template <class F, int U, int KS, int R2 = 2>
 static cudaError_t launch_ks(const mm_args *a) {
     constexpr int W = GEMV_WARPS;
@@ -168,10 +171,9 @@ static q8_plan plan_q8(const nib_cuda_weight *w, int n_tok, bool best) {
     const int n_in = (int)w->n_in, n_out = (int)w->n_out;
     if (n_tok != 1) return {Q8_BATCH, 0, 1, 1};
     if (KSP != KS_NONE && !best) {
-        constexpr int KS_SQ = has_w<F>::value ? 4 : 2; /* the about square matrices' split */
-        if (KSP == KS_ALL && (n_in / F::CH) * 8 >= 7 * 32 * KS_SQ && n_in < 3 * n_out && n_out <= 2 * n_in &&
+        if (KSP == KS_ALL && (n_in / F::CH) * 8 >= 7 * 32 * KS_SQUARE<F> && n_in < 3 * n_out && n_out <= 2 * n_in &&
             n_out > 1024)
-            return {Q8_KS, KS_SQ, 4, 1};
+            return {Q8_KS, KS_SQUARE<F>, 4, 1};
         if (n_in >= 3 * n_out && n_in >= 4096 && !(KSP == KS_NARROW && n_in < 5 * n_out && n_out > 1024)) {
             const bool two_passes = n_in / F::CH > 2 * 32 * U;
             const int ks = n_in >= 5 * n_out || (two_passes && !has_w<F>::value) || n_out <= 1024 ? 4 : 2;
@@ -197,8 +199,7 @@ static cudaError_t launch_q8(const mm_args *a) {
     switch (p.kind) {
     case Q8_KS:
         if constexpr (KSP != KS_NONE) {
-            constexpr int KS_SQ = has_w<F>::value ? 4 : 2;
-            if (p.r == 4) return launch_ks<F, 1, KS_SQ, 4>(a);
+            if (p.r == 4) return launch_ks<F, 1, KS_SQUARE<F>, 4>(a);
             if (p.ks == 4) return p.u == 1 ? launch_ks<F, 1, 4>(a) : launch_ks<F, U, 4>(a);
             return p.u == 1 ? launch_ks<F, 1, 2>(a) : launch_ks<F, U, 2>(a);
         }
@@ -299,14 +300,12 @@ typedef struct gemv_row {
  * 32-element items, 2 for 64, 1 for 128 and more): dot_rows computes every
  * pass's U items unconditionally, so a U that overshoots the common 4096-wide
  * rows would waste loads and dp4a work on padding. */
-#define ROW_Q8(T, NAME, F, R, U, P)                                                                               \
-    {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U>, launch_q8_glu<F, R, U>, occupancy_q8<F, R, U>, \
-     GEMV_WARPS * (R), P, plan_q8<F, R, U, KS_NONE>}
-/* the same with split K (plan_q8: KS_ALL, or KS_LONG without the
- * about square matrices' rule) */
 #define ROW_Q8_KS(T, NAME, F, R, U, P, KSP)                                                               \
     {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U, KSP>, launch_q8_glu<F, R, U>,       \
      occupancy_q8<F, R, U>, GEMV_WARPS * (R), P, plan_q8<F, R, U, KSP>}
+/* KSP: KS_ALL, KS_LONG (without the about square matrices' rule), KS_NARROW
+ * or KS_NONE (plan_q8); ROW_Q8 has no split */
+#define ROW_Q8(T, NAME, F, R, U, P) ROW_Q8_KS(T, NAME, F, R, U, P, KS_NONE)
 
 static const gemv_row gemv_rows[] = {
     {NIB_TYPE_F16, "gemv_f16", false, launch_f16<false>, NULL, occupancy_f16<false>, GEMV_WARPS, true, NULL},
@@ -538,18 +537,23 @@ typedef struct pair_row {
     const char *kernel;
     pair_launch_fn launch;
 } pair_row;
-#define PAIR_KK(A, B, FA, FB)                                                           \
-    {NIB_TYPE_##A, NIB_TYPE_##B, 2, 4, 4, 2, "gemv_q8_pair<split " #A ", split " #B ">", \
-     launch_pair<part_ks<FA, 4, 2>, part_ks<FB, 2, 4>>},                                \
-    {NIB_TYPE_##A, NIB_TYPE_##B, 2, 4, 0, 2, "gemv_q8_pair<split " #A ", plain " #B ">", \
-     launch_pair<part_ks<FA, 4, 2>, part_plain<FB, 2>>},                                \
-    {NIB_TYPE_##A, NIB_TYPE_##B, 0, 2, 0, 2, "gemv_q8_pair<plain " #A ", plain " #B ">", \
-     launch_pair<part_plain<FA, 2>, part_plain<FB, 2>>}
+/* a row of the table, its plans read off its parts */
+template <class PA, class PB>
+constexpr pair_row pair_of(nib_type a, nib_type b, const char *kernel) {
+    return {a, b, PA::KS, PA::R, PB::KS, PB::R, kernel, launch_pair<PA, PB>};
+}
+#define PAIR_KK(A, B, FA, FB)                                                                           \
+    pair_of<part_ks<FA, 4, 2>, part_ks<FB, 2, 4>>(NIB_TYPE_##A, NIB_TYPE_##B,                          \
+                                                  "gemv_q8_pair<split " #A ", split " #B ">"),         \
+    pair_of<part_ks<FA, 4, 2>, part_plain<FB, 2>>(NIB_TYPE_##A, NIB_TYPE_##B,                          \
+                                                  "gemv_q8_pair<split " #A ", plain " #B ">"),         \
+    pair_of<part_plain<FA, 2>, part_plain<FB, 2>>(NIB_TYPE_##A, NIB_TYPE_##B,                          \
+                                                  "gemv_q8_pair<plain " #A ", plain " #B ">")
 /* rows that are not whole K-quant blocks (Qwen2.5-0.5B's 896) fall back to
  * Q5_0/Q5_1 and Q8_0 in those mixes: plain pairs of 1-row warps */
-#define PAIR_LL(A, B, FA, FB)                                                                         \
-    {NIB_TYPE_##A, NIB_TYPE_##B, 0, 1, 0, 1, "gemv_q8_pair<plain " #A ", plain " #B ">",               \
-     launch_pair<part_plain<FA, 1>, part_plain<FB, 1>>}
+#define PAIR_LL(A, B, FA, FB)                                                                           \
+    pair_of<part_plain<FA, 1>, part_plain<FB, 1>>(NIB_TYPE_##A, NIB_TYPE_##B,                          \
+                                                  "gemv_q8_pair<plain " #A ", plain " #B ">")
 static const pair_row pair_rows[] = {
     PAIR_KK(Q4_K, Q6_K, fmt_q4_K, fmt_q6_K),
     PAIR_KK(Q5_K, Q6_K, fmt_q5_K, fmt_q6_K),

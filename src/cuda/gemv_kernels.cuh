@@ -861,16 +861,18 @@ gemv_q8_ks(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__r
  * as the launcher would run that matrix alone, so the outputs are bit for
  * bit the two launches'. Kernel lab (dev/cuda/gemv_lab.cu "pair"), Llama-3-8B's
  * 4096 -> 5120 Q4_K + 4096 -> 1024 Q6_K under PDL graph replay: 9.7 -> 8.6 us. */
-template <class F, int R, int KS>
+template <class F, int R_, int KS_>
 struct part_ks {
+    static constexpr int KS = KS_, R = R_;             /* its plan (gemv.cu plan_q8): split K KS, R rows, U = 1 */
     static constexpr int ROWS = (GEMV_WARPS / KS) * R; /* rows a block covers */
     static __device__ __forceinline__ void run(const uint8_t *W, size_t rb, const act_q8 &a, float *y, int n_in,
                                                int n_out, int block, int n_blocks) {
         ks_body<F, GEMV_WARPS, R, 1, KS>(W, rb, a, y, n_in, n_out, 0, block, n_blocks);
     }
 };
-template <class F, int R>
+template <class F, int R_>
 struct part_plain {
+    static constexpr int KS = 0, R = R_; /* the plain kernel, R rows a warp, U = 1 */
     static constexpr int ROWS = GEMV_WARPS * R;
     static __device__ __forceinline__ void run(const uint8_t *W, size_t rb, const act_q8 &a, float *y, int n_in,
                                                int n_out, int block, int n_blocks) {

@@ -377,11 +377,13 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
     int stride = 0, v_stride = 0;
     if (L->n_fused) {
         stride = (int)(QD + KR + (L->n_fused == 3 ? VR : 0));
-        if (L->n_fused == 3) TRY(nib_cuda_matmul(L->wqkv, g->xn, g->act, n, g->qkv, false, st, err));
-        else /* V's format differs */
-            TRY(nib_cuda_matmul_pair(L->wqkv, L->wv, g->xn, g->act, n, g->qkv, g->v, st, err));
         qs = g->qkv, ks = g->qkv + QD;
-        if (L->n_fused == 3) vs = g->qkv + QD + KR, v_stride = stride;
+        if (L->n_fused == 3) {
+            TRY(nib_cuda_matmul(L->wqkv, g->xn, g->act, n, g->qkv, false, st, err));
+            vs = g->qkv + QD + KR, v_stride = stride;
+        } else { /* V's format differs */
+            TRY(nib_cuda_matmul_pair(L->wqkv, L->wv, g->xn, g->act, n, g->qkv, g->v, st, err));
+        }
     } else {
         TRY(nib_cuda_matmul(L->wq, g->xn, g->act, n, g->q, false, st, err));
         TRY(nib_cuda_matmul(L->wk, g->xn, g->act, n, g->k, false, st, err));
