@@ -31,6 +31,8 @@
  * (run with the argument "/w"). FORMAT/v2-f32x (Q4_0, Q8_0) dequantizes to f32
  * and dots x as floats, to measure the dp4a-vs-float choice. The argument
  * "pair" times two matrices of different formats in one kernel (v9 below).
+ * LAB_SHAPES="14336x4096,4096x4096" (environment) keeps only those shapes;
+ * "check-iq" first checks the shared-memory codebooks' bits (v13).
  */
 #include <cuda_runtime.h>
 #include <stdarg.h>
@@ -352,6 +354,23 @@ static const variant variants[] = {
      * dots, rows "/v1", since removed: bench/results/2026-11-30-h200-gemv-iq4.md) */
     {"IQ4_NL/sq4r4u1", 32, 18, run_q8_ksplit<fmt_iq4_nl, 4, 4, 1, 4>},
     {"MXFP4/sq4r4u1", 32, 17, run_q8_ksplit<fmt_mxfp4, 4, 4, 1, 4>},
+    /* v13 (argument "/sm" or "/gks"): the IQ codebooks read from a copy in
+     * shared memory (iq_book, S = true) against L1 (the library), in the
+     * library's launch (1 row a warp, U = 4), on a persistent grid (of 4 or
+     * 8 warps a block: fewer copies of the table), and split K 4 (2 rows a
+     * group, U = 1) with either table */
+#define V_SM(NAME, FT)                                                                    \
+    {NAME "/sm", FT<true>::QK, FT<true>::BYTES, run_q8<FT<true>, 4, 1, false, 4>},       \
+    {NAME "/smp", FT<true>::QK, FT<true>::BYTES, run_q8<FT<true>, 4, 1, true, 4>},       \
+    {NAME "/smw8p", FT<true>::QK, FT<true>::BYTES, run_q8<FT<true>, 8, 1, true, 4>},     \
+    {NAME "/smks4", FT<true>::QK, FT<true>::BYTES, run_q8_ksplit<FT<true>, 4, 2, 1, 4>}, \
+    {NAME "/gks4", FT<false>::QK, FT<false>::BYTES, run_q8_ksplit<FT<false>, 4, 2, 1, 4>},  \
+    {NAME "/smks4u4", FT<true>::QK, FT<true>::BYTES, run_q8_ksplit<FT<true>, 4, 2, 4, 4>}, \
+    {NAME "/gks4u4", FT<false>::QK, FT<false>::BYTES, run_q8_ksplit<FT<false>, 4, 2, 4, 4>}
+    V_SM("IQ2_XXS", fmt_iq2_xxs_t), V_SM("IQ2_XS", fmt_iq2_xs_t), V_SM("IQ2_S", fmt_iq2_s_t),
+    V_SM("IQ3_XXS", fmt_iq3_xxs_t), V_SM("IQ3_S", fmt_iq3_s_t), V_SM("IQ1_S", fmt_iq1_s_t),
+    V_SM("IQ1_M", fmt_iq1_m_t),
+#undef V_SM
 };
 
 typedef struct lab_shape {
@@ -463,7 +482,8 @@ __global__ void set_d(uint8_t *W, size_t n_blocks, int bytes, int d_off) {
         W[i * bytes + d_off] = 0x1F, W[i * bytes + d_off + 1] = 0x21; /* fp16 0.0101 */
 }
 template <class FL, class FV>
-static void check_same(const char *name, float *x, int8_t *xq, float2 *xds, act_scale *sc, float *y) {
+static void check_same(const char *name, float *x, int8_t *xq, float2 *xds, act_scale *sc, float *y,
+                       int d_off = FL::BYTES - 2) {
     const int k = 4096, n = 4096;
     const size_t row_bytes = (size_t)(k / FL::QK) * FL::BYTES;
     uint8_t *W;
@@ -471,7 +491,7 @@ static void check_same(const char *name, float *x, int8_t *xq, float2 *xds, act_
     CK(cudaMalloc(&W, row_bytes * n + 256));
     CK(cudaMalloc(&y2, sizeof(float) * n));
     fill_random<<<2048, 256>>>((uint32_t *)W, (row_bytes * n + 256) / 4, 77u);
-    set_d<<<1024, 256>>>(W, (size_t)n * (k / FL::QK), FL::BYTES, FL::BYTES - 2);
+    set_d<<<1024, 256>>>(W, (size_t)n * (k / FL::QK), FL::BYTES, d_off);
     quantize_act_q8<<<CEIL_DIV(k, 256), 256>>>(x, xq, xds, k, 1, k, sc);
     act_q8 a;
     a.xq = xq, a.xds = xds, a.qs_stride = k, a.n_tok = 1, a.sc = sc;
@@ -590,6 +610,16 @@ int main(int argc, char **argv) {
     CK_LAUNCH("fill_x");
     /* a rewritten format goes here first, e.g.
      * check_same<fmt_q3_K, fmt_q3_K_v2>("Q3_K/v2", x, xq, xds, sc, y); */
+    for (int a = 2; a < argc; a++)
+        if (!strcmp(argv[a], "check-iq")) { /* the shared codebooks must give the library's bits (d at 0; IQ1_M's d is in its scales) */
+            check_same<fmt_iq2_xxs_t<false>, fmt_iq2_xxs_t<true>>("IQ2_XXS/sm", x, xq, xds, sc, y, 0);
+            check_same<fmt_iq2_xs_t<false>, fmt_iq2_xs_t<true>>("IQ2_XS/sm", x, xq, xds, sc, y, 0);
+            check_same<fmt_iq2_s_t<false>, fmt_iq2_s_t<true>>("IQ2_S/sm", x, xq, xds, sc, y, 0);
+            check_same<fmt_iq3_xxs_t<false>, fmt_iq3_xxs_t<true>>("IQ3_XXS/sm", x, xq, xds, sc, y, 0);
+            check_same<fmt_iq3_s_t<false>, fmt_iq3_s_t<true>>("IQ3_S/sm", x, xq, xds, sc, y, 0);
+            check_same<fmt_iq1_s_t<false>, fmt_iq1_s_t<true>>("IQ1_S/sm", x, xq, xds, sc, y, 0);
+            check_same<fmt_iq1_m_t<false>, fmt_iq1_m_t<true>>("IQ1_M/sm", x, xq, xds, sc, y, 54);
+        }
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         const variant *var = &variants[v];
         /* no filter: every variant but the tuning sweeps */
@@ -600,6 +630,9 @@ int main(int argc, char **argv) {
         if (!wanted) continue;
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             const lab_shape *sh = &shapes[s];
+            char kn[32];
+            snprintf(kn, sizeof kn, "%dx%d", sh->k, sh->n);
+            if (getenv("LAB_SHAPES") && !strstr(getenv("LAB_SHAPES"), kn)) continue; /* e.g. "14336x4096,4096x4096" */
             if (sh->k % var->qk != 0) {
                 EMIT("| %s | %s | %dx%d | - | n/a (K not whole blocks) | | | | | |\n", var->name, sh->model, sh->k,
                      sh->n);

@@ -139,8 +139,14 @@ static unsigned grid_of(const nib_cuda_weight *w, int rows_per_block) {
  * 451 t/s, Q4_0 524 -> 535 (bench/gpu-decode-notes.md v27). The same split
  * for the down projections (4 rows a group there too) lost or tied. Q4_1
  * loses with it (lab, 4096 x 4096: 7.2 -> 8.6 us; Q5_0 8.9 -> 8.2, Q5_1 8.8
- * -> 8.6, Q8_0 9.5 -> 8.6, Q5_K 8.1 -> 7.8): KS_LONG, every rule but this. */
-enum { KS_NONE, KS_ALL, KS_LONG, KS_NARROW };
+ * -> 8.6, Q8_0 9.5 -> 8.6, Q5_K 8.1 -> 7.8): KS_LONG, every rule but this.
+ * KS_GRID, for the IQ1/IQ2/IQ3 codebook formats: only the long rows' rule,
+ * always KS = 4 at U = 1 (their dots are bound by instruction issue and the
+ * codebook lookups, not by loads in flight; kernel lab, 14336 x 4096, PDL
+ * graph replay: IQ2_XXS 21.2 -> 15.7 us against the plain launch, IQ3_S
+ * 26.5 -> 19.5, IQ1_S 23.4 -> 14.2; at U = 4 the split lost, 20.7 for
+ * IQ2_XXS; bench/gpu-decode-notes.md v33). */
+enum { KS_NONE, KS_ALL, KS_LONG, KS_NARROW, KS_GRID };
 /* the about square matrices' split: KS = 4 where the format loads ahead (W), 2 for the K-quants */
 template <class F>
 constexpr int KS_SQUARE = has_w<F>::value ? 4 : 2;
@@ -175,6 +181,7 @@ static q8_plan plan_q8(const nib_cuda_weight *w, int n_tok, bool best) {
             n_out > 1024)
             return {Q8_KS, KS_SQUARE<F>, 4, 1};
         if (n_in >= 3 * n_out && n_in >= 4096 && !(KSP == KS_NARROW && n_in < 5 * n_out && n_out > 1024)) {
+            if (KSP == KS_GRID) return {Q8_KS, 4, 2, 1};
             const bool two_passes = n_in / F::CH > 2 * 32 * U;
             const int ks = n_in >= 5 * n_out || (two_passes && !has_w<F>::value) || n_out <= 1024 ? 4 : 2;
             return {Q8_KS, ks, 2, U > 1 && n_in / F::CH <= 32 * ks ? 1 : U};
@@ -198,7 +205,9 @@ static cudaError_t launch_q8(const mm_args *a) {
     constexpr auto K_SHORT = gemv_q8<F, GEMV_WARPS, SHORT_R, 1, 1>;
     switch (p.kind) {
     case Q8_KS:
-        if constexpr (KSP != KS_NONE) {
+        if constexpr (KSP == KS_GRID) {
+            return launch_ks<F, 1, 4>(a);
+        } else if constexpr (KSP != KS_NONE) {
             if (p.r == 4) return launch_ks<F, 1, KS_SQUARE<F>, 4>(a);
             if (p.ks == 4) return p.u == 1 ? launch_ks<F, 1, 4>(a) : launch_ks<F, U, 4>(a);
             return p.u == 1 ? launch_ks<F, 1, 2>(a) : launch_ks<F, U, 2>(a);
@@ -303,8 +312,8 @@ typedef struct gemv_row {
 #define ROW_Q8_KS(T, NAME, F, R, U, P, KSP)                                                               \
     {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U, KSP>, launch_q8_glu<F, R, U>,       \
      occupancy_q8<F, R, U>, GEMV_WARPS * (R), P, plan_q8<F, R, U, KSP>}
-/* KSP: KS_ALL, KS_LONG (without the about square matrices' rule), KS_NARROW
- * or KS_NONE (plan_q8); ROW_Q8 has no split */
+/* KSP: KS_ALL, KS_LONG (without the about square matrices' rule), KS_NARROW,
+ * KS_GRID or KS_NONE (plan_q8); ROW_Q8 has no split */
 #define ROW_Q8(T, NAME, F, R, U, P) ROW_Q8_KS(T, NAME, F, R, U, P, KS_NONE)
 
 static const gemv_row gemv_rows[] = {
@@ -344,13 +353,13 @@ static const gemv_row gemv_rows[] = {
      occupancy_q8<fmt_tq1_0, 4, 1>, GEMV_WARPS * 4, true, plan_q8<fmt_tq1_0, 4, 1, KS_NONE>},
     {NIB_TYPE_TQ2_0, "gemv_q8<tq2_0>", true, launch_q8<fmt_tq2_0, 4, 1>, launch_q8_glu<fmt_tq2_0, 1, 1>,
      occupancy_q8<fmt_tq2_0, 4, 1>, GEMV_WARPS * 4, true, plan_q8<fmt_tq2_0, 4, 1, KS_NONE>},
-    ROW_Q8(IQ2_XXS, "iq2_xxs", fmt_iq2_xxs, 1, 4, false),
-    ROW_Q8(IQ2_XS, "iq2_xs", fmt_iq2_xs, 1, 4, false),
-    ROW_Q8(IQ2_S, "iq2_s", fmt_iq2_s, 1, 4, false),
-    ROW_Q8(IQ3_XXS, "iq3_xxs", fmt_iq3_xxs, 1, 4, false),
-    ROW_Q8(IQ3_S, "iq3_s", fmt_iq3_s, 1, 4, false),
-    ROW_Q8(IQ1_S, "iq1_s", fmt_iq1_s, 1, 4, false),
-    ROW_Q8(IQ1_M, "iq1_m", fmt_iq1_m, 1, 4, false),
+    ROW_Q8_KS(IQ2_XXS, "iq2_xxs", fmt_iq2_xxs, 1, 4, false, KS_GRID),
+    ROW_Q8_KS(IQ2_XS, "iq2_xs", fmt_iq2_xs, 1, 4, false, KS_GRID),
+    ROW_Q8_KS(IQ2_S, "iq2_s", fmt_iq2_s, 1, 4, false, KS_GRID),
+    ROW_Q8_KS(IQ3_XXS, "iq3_xxs", fmt_iq3_xxs, 1, 4, false, KS_GRID),
+    ROW_Q8_KS(IQ3_S, "iq3_s", fmt_iq3_s, 1, 4, false, KS_GRID),
+    ROW_Q8_KS(IQ1_S, "iq1_s", fmt_iq1_s, 1, 4, false, KS_GRID),
+    ROW_Q8_KS(IQ1_M, "iq1_m", fmt_iq1_m, 1, 4, false, KS_GRID),
 };
 
 static const gemv_row *row_get(nib_type t) {

@@ -24,9 +24,14 @@
  * 256-blocks of Q8_K activations); tests/gpu/test_gpu_gemv.c's bound covers
  * them, as for the other formats.
  *
- * The IQ codebooks come from iq_grids_dev.cuh (global memory, read through
- * L1; that header says why not __constant__). Signs are expanded to byte
- * masks arithmetically (ggml-cuda uses the same __vcmpne4 trick) instead of
+ * The IQ codebooks come from iq_grids_dev.cuh: each kernel block copies its
+ * format's codebook into shared memory first (iq_book, S = true, the
+ * library's choice) rather than reading it from global memory through L1
+ * (S = false; that header says why not __constant__). Kernel lab, H200, with
+ * the signs below and split K 4 on the long rows (gemv.cu KS_GRID), 14336 x
+ * 4096 under graph replay: IQ2_XXS 26.9 -> 15.7 us, IQ3_XXS 30.3 -> 19.9,
+ * IQ1_S 20.5 -> 14.2 (bench/gpu-decode-notes.md v33). Signs are expanded to byte
+ * masks arithmetically (a multiply and a prmt, iq_mask_lo) instead of
  * ggml's 128-entry ksigns table: the parity bit of the XXS/XS formats is a
  * __popc.
  */
@@ -48,18 +53,30 @@ __device__ __forceinline__ uint32_t iq_even_signs(uint32_t bits7) {
     return s | (uint32_t)(__popc(s) & 1) << 7;
 }
 
-/* 4 unsigned magnitudes (bytes of g, each < 128) negated where bits 0..3 of
- * neg are set: a byte mask m (0xFF where negative), then (g ^ m) - m per byte. */
-__device__ __forceinline__ int iq_signed4(uint32_t g, uint32_t neg) {
-    const uint32_t m = __vcmpne4(((neg & 0xFu) * 0x01010101u) & 0x08040201u, 0u);
-    return (int)__vsub4(g ^ m, m);
+/* The signs of a group of 8 as byte masks, 0xFF where negative: m0 for
+ * weights 0-3 (bits 0..3 of neg), m1 for 4-7 (bits 4..7). One multiply
+ * moves bit k of each nibble to bit 8k + 7 (the partial products land on
+ * distinct bits, so nothing carries), and prmt's sign mode (selector nibble
+ * 8 + k) fills byte k with its bit 7. Three operations a mask where the SIMD
+ * intrinsics (__vcmpne4, __vsub4) are emulated on sm_90 with several each. */
+__device__ __forceinline__ uint32_t bytes_from_msb(uint32_t x) {
+    uint32_t r;
+    asm("prmt.b32 %0, %1, 0, 0xBA98;" : "=r"(r) : "r"(x));
+    return r;
 }
+__device__ __forceinline__ uint32_t iq_mask_lo(uint32_t neg) { return bytes_from_msb((neg & 0x0Fu) * 0x10204080u); }
+__device__ __forceinline__ uint32_t iq_mask_hi(uint32_t neg) { return bytes_from_msb((neg & 0xF0u) * 0x01020408u); }
+
+/* 4 magnitudes (bytes of g) negated where m is 0xFF: -g = ~g + 1 byte by
+ * byte, and since every codebook magnitude is at least 1 (IQ2: 8, 25, 43;
+ * IQ3_XXS: 4..62; IQ3_S: 1..15) no byte's + 1 carries into the next. */
+__device__ __forceinline__ int iq_signed4(uint32_t g, uint32_t m) { return (int)((g ^ m) + (m & 0x01010101u)); }
 
 /* The integer dot of one 8-weight group (magnitudes lo, hi; sign bits neg)
  * with 8 activations a0 (weights 0-3) and a1 (4-7). */
 __device__ __forceinline__ int iq_group_dot(uint32_t lo, uint32_t hi, uint32_t neg, int a0, int a1, int sum) {
-    sum = __dp4a(iq_signed4(lo, neg), a0, sum);
-    return __dp4a(iq_signed4(hi, neg >> 4), a1, sum);
+    sum = __dp4a(iq_signed4(lo, iq_mask_lo(neg)), a0, sum);
+    return __dp4a(iq_signed4(hi, iq_mask_hi(neg)), a1, sum);
 }
 
 /* ---- IQ2 / IQ3 (quant/q_iq.c grid_dequantize) --------------------------------------
@@ -68,7 +85,10 @@ __device__ __forceinline__ int iq_group_dot(uint32_t lo, uint32_t hi, uint32_t n
 
 /* IQ2_XXS, 66 bytes: d, qs at 2: per sub-block 4 index bytes, then a word of
  * 4 x 7 sign bits with the scale code in bits 28..31. */
-struct fmt_iq2_xxs {
+template <bool S = true>
+struct fmt_iq2_xxs_t {
+    using book = iq_book<uint2, 256, S>;
+    static __device__ __forceinline__ void prepare() { book::prepare(iq2xxs_grid_dev.v); }
     static constexpr int QK = 256, BYTES = 66, CH = 32;
     static __device__ __forceinline__ float dot(const uint8_t *b, int ib, const int8_t *xq, const float2 *ds) {
         uint32_t w[2];
@@ -78,17 +98,21 @@ struct fmt_iq2_xxs {
         int sumi = 0;
 #pragma unroll
         for (int g = 0; g < 4; g++) {
-            const uint2 pt = iq_point8(iq2xxs_grid_dev, (w[0] >> (8 * g)) & 0xFFu);
+            const uint2 pt = book::at(iq2xxs_grid_dev.v, (w[0] >> (8 * g)) & 0xFFu);
             sumi = iq_group_dot(pt.x, pt.y, iq_even_signs(w[1] >> (7 * g)), a[2 * g], a[2 * g + 1], sumi);
         }
         const int ls = 2 * (int)(w[1] >> 28) + 1;
         return 0.125f * h2f_at(b) * (__ldg(&ds[ib].x) * (float)(ls * sumi));
     }
 };
+using fmt_iq2_xxs = fmt_iq2_xxs_t<>;
 
 /* IQ2_XS, 74 bytes: d, qs[32] u16 at 2 (9-bit index | 7 sign bits << 9),
  * scales[8] at 66 (low nibble: groups 0-1, high nibble: groups 2-3). */
-struct fmt_iq2_xs {
+template <bool S = true>
+struct fmt_iq2_xs_t {
+    using book = iq_book<uint2, 512, S>;
+    static __device__ __forceinline__ void prepare() { book::prepare(iq2xs_grid_dev.v); }
     static constexpr int QK = 256, BYTES = 74, CH = 32;
     static __device__ __forceinline__ float dot(const uint8_t *b, int ib, const int8_t *xq, const float2 *ds) {
         uint32_t w[2];
@@ -99,7 +123,7 @@ struct fmt_iq2_xs {
 #pragma unroll
         for (int g = 0; g < 4; g++) {
             const uint32_t q = (w[g >> 1] >> (16 * (g & 1))) & 0xFFFFu;
-            const uint2 pt = iq_point8(iq2xs_grid_dev, q & 511u);
+            const uint2 pt = book::at(iq2xs_grid_dev.v, q & 511u);
             sum[g >> 1] = iq_group_dot(pt.x, pt.y, iq_even_signs(q >> 9), a[2 * g], a[2 * g + 1], sum[g >> 1]);
         }
         const int sc = (int)__ldg(b + 66 + ib);
@@ -107,10 +131,14 @@ struct fmt_iq2_xs {
         return 0.125f * h2f_at(b) * (__ldg(&ds[ib].x) * (float)isum);
     }
 };
+using fmt_iq2_xs = fmt_iq2_xs_t<>;
 
 /* IQ2_S, 82 bytes: d, qs[64] at 2 (32 index low bytes, then 32 sign bytes),
  * qh[8] at 66 (index bits 8-9 of group g at bits 2g..), scales[8] at 74. */
-struct fmt_iq2_s {
+template <bool S = true>
+struct fmt_iq2_s_t {
+    using book = iq_book<uint2, 1024, S>;
+    static __device__ __forceinline__ void prepare() { book::prepare(iq2s_grid_dev.v); }
     static constexpr int QK = 256, BYTES = 82, CH = 32;
     static __device__ __forceinline__ float dot(const uint8_t *b, int ib, const int8_t *xq, const float2 *ds) {
         uint32_t idx[1], sgn[1];
@@ -122,18 +150,22 @@ struct fmt_iq2_s {
         int sum[2] = {0, 0};
 #pragma unroll
         for (int g = 0; g < 4; g++) {
-            const uint2 pt = iq_point8(iq2s_grid_dev, ((idx[0] >> (8 * g)) & 0xFFu) | ((qh >> (2 * g)) & 3u) << 8);
+            const uint2 pt = book::at(iq2s_grid_dev.v, ((idx[0] >> (8 * g)) & 0xFFu) | ((qh >> (2 * g)) & 3u) << 8);
             sum[g >> 1] = iq_group_dot(pt.x, pt.y, sgn[0] >> (8 * g), a[2 * g], a[2 * g + 1], sum[g >> 1]);
         }
         const int isum = (2 * (int)(sc & 15u) + 1) * sum[0] + (2 * (int)(sc >> 4) + 1) * sum[1];
         return 0.125f * h2f_at(b) * (__ldg(&ds[ib].x) * (float)isum);
     }
 };
+using fmt_iq2_s = fmt_iq2_s_t<>;
 
 /* IQ3_XXS, 98 bytes: d, qs[96] at 2: 8 index bytes per sub-block (two
  * 4-wide points per group) in the first 64, then per sub-block a word laid
  * out as IQ2_XXS's second one. step 1/4. */
-struct fmt_iq3_xxs {
+template <bool S = true>
+struct fmt_iq3_xxs_t {
+    using book = iq_book<uint32_t, 256, S>;
+    static __device__ __forceinline__ void prepare() { book::prepare(iq3xxs_grid_dev.v); }
     static constexpr int QK = 256, BYTES = 98, CH = 32;
     static __device__ __forceinline__ float dot(const uint8_t *b, int ib, const int8_t *xq, const float2 *ds) {
         uint32_t idx[2], aux[1];
@@ -145,19 +177,23 @@ struct fmt_iq3_xxs {
 #pragma unroll
         for (int g = 0; g < 4; g++) {
             const uint32_t pair = idx[g >> 1] >> (16 * (g & 1));
-            const uint32_t lo = iq_point4(iq3xxs_grid_dev, pair & 0xFFu);
-            const uint32_t hi = iq_point4(iq3xxs_grid_dev, (pair >> 8) & 0xFFu);
+            const uint32_t lo = book::at(iq3xxs_grid_dev.v, pair & 0xFFu);
+            const uint32_t hi = book::at(iq3xxs_grid_dev.v, (pair >> 8) & 0xFFu);
             sumi = iq_group_dot(lo, hi, iq_even_signs(aux[0] >> (7 * g)), a[2 * g], a[2 * g + 1], sumi);
         }
         const int ls = 2 * (int)(aux[0] >> 28) + 1;
         return 0.25f * h2f_at(b) * (__ldg(&ds[ib].x) * (float)(ls * sumi));
     }
 };
+using fmt_iq3_xxs = fmt_iq3_xxs_t<>;
 
 /* IQ3_S, 110 bytes: d, qs[64] at 2 (8 index low bytes per sub-block), qh[8]
  * at 66 (bit k: bit 8 of index k), signs[32] at 74, scales[4] at 106 (a
  * nibble per sub-block, low first). step 1: the levels are odd integers. */
-struct fmt_iq3_s {
+template <bool S = true>
+struct fmt_iq3_s_t {
+    using book = iq_book<uint32_t, 512, S>;
+    static __device__ __forceinline__ void prepare() { book::prepare(iq3s_grid_dev.v); }
     static constexpr int QK = 256, BYTES = 110, CH = 32;
     static __device__ __forceinline__ float dot(const uint8_t *b, int ib, const int8_t *xq, const float2 *ds) {
         uint32_t idx[2], sgn[1];
@@ -171,13 +207,14 @@ struct fmt_iq3_s {
 #pragma unroll
         for (int g = 0; g < 4; g++) {
             const uint32_t pair = idx[g >> 1] >> (16 * (g & 1));
-            const uint32_t lo = iq_point4(iq3s_grid_dev, (pair & 0xFFu) | ((qh >> (2 * g)) & 1u) << 8);
-            const uint32_t hi = iq_point4(iq3s_grid_dev, ((pair >> 8) & 0xFFu) | ((qh >> (2 * g + 1)) & 1u) << 8);
+            const uint32_t lo = book::at(iq3s_grid_dev.v, (pair & 0xFFu) | ((qh >> (2 * g)) & 1u) << 8);
+            const uint32_t hi = book::at(iq3s_grid_dev.v, ((pair >> 8) & 0xFFu) | ((qh >> (2 * g + 1)) & 1u) << 8);
             sumi = iq_group_dot(lo, hi, sgn[0] >> (8 * g), a[2 * g], a[2 * g + 1], sumi);
         }
         return h2f_at(b) * (__ldg(&ds[ib].x) * (float)(ls * sumi));
     }
 };
+using fmt_iq3_s = fmt_iq3_s_t<>;
 
 /* ---- IQ1 (quant/q_iq.c iq1_dequantize) ----------------------------------------------
  * A group's 8 grid values are signed bytes (-1, 0, 1), dotted as they are;
@@ -195,7 +232,10 @@ __device__ __forceinline__ int iq1_group(uint2 pt, bool neg, int a0, int a1) {
 /* IQ1_S, 50 bytes: d, qs[32] at 2 (index low bytes), qh[8] u16 at 34: index
  * bits 8-10 of group g at bits 3g.., scale code at 12..14, shift sign at 15
  * (one for the whole sub-block). */
-struct fmt_iq1_s {
+template <bool S = true>
+struct fmt_iq1_s_t {
+    using book = iq_book<uint2, 2048, S>;
+    static __device__ __forceinline__ void prepare() { book::prepare(iq1s_grid_dev.v); }
     static constexpr int QK = 256, BYTES = 50, CH = 32;
     static __device__ __forceinline__ float dot(const uint8_t *b, int ib, const int8_t *xq, const float2 *ds) {
         uint32_t qs[1];
@@ -206,19 +246,23 @@ struct fmt_iq1_s {
         int isum = 0;
 #pragma unroll
         for (int g = 0; g < 4; g++) {
-            const uint2 pt = iq_point8(iq1s_grid_dev, ((qs[0] >> (8 * g)) & 0xFFu) | ((h >> (3 * g)) & 7u) << 8);
+            const uint2 pt = book::at(iq1s_grid_dev.v, ((qs[0] >> (8 * g)) & 0xFFu) | ((h >> (3 * g)) & 7u) << 8);
             isum += iq1_group(pt, (h & 0x8000u) != 0, a[2 * g], a[2 * g + 1]);
         }
         const int ls = 2 * (int)((h >> 12) & 7u) + 1;
         return 0.125f * h2f_at(b) * (__ldg(&ds[ib].x) * (float)(ls * isum));
     }
 };
+using fmt_iq1_s = fmt_iq1_s_t<>;
 
 /* IQ1_M, 56 bytes (8-byte aligned rows): qs[32] at 0, qh[16] at 32 (a nibble
  * per group: index bits 8-10 and the shift sign), scales[8] at 48 as four u16
  * words: word k has the 3-bit codes of sub-blocks 2k, 2k+1 (6 bits each:
  * groups 0-1, then 2-3) and in bits 12..15 nibble k of the fp16 d. */
-struct fmt_iq1_m {
+template <bool S = true>
+struct fmt_iq1_m_t {
+    using book = iq_book<uint2, 2048, S>;
+    static __device__ __forceinline__ void prepare() { book::prepare(iq1s_grid_dev.v); }
     static constexpr int QK = 256, BYTES = 56, CH = 32;
     static __device__ __forceinline__ float dot(const uint8_t *b, int ib, const int8_t *xq, const float2 *ds) {
         uint32_t qs[1], sc[2];
@@ -235,15 +279,26 @@ struct fmt_iq1_m {
 #pragma unroll
         for (int g = 0; g < 4; g++) {
             const uint32_t hn = qh >> (4 * g); /* qh byte g/2, nibble g%2 */
-            const uint2 pt = iq_point8(iq1s_grid_dev, ((qs[0] >> (8 * g)) & 0xFFu) | (hn & 7u) << 8);
+            const uint2 pt = book::at(iq1s_grid_dev.v, ((qs[0] >> (8 * g)) & 0xFFu) | (hn & 7u) << 8);
             part[g >> 1] += iq1_group(pt, (hn & 8u) != 0, a[2 * g], a[2 * g + 1]);
         }
         const int isum = (2 * (int)(word & 7u) + 1) * part[0] + (2 * (int)((word >> 3) & 7u) + 1) * part[1];
         return 0.125f * h2f(dbits) * (__ldg(&ds[ib].x) * (float)isum);
     }
 };
+using fmt_iq1_m = fmt_iq1_m_t<>;
 
-/* ---- ternary (quant/q_ternary.c): w = d * t, t in -1..1 stored as t + 1 ---------------- */
+/* ---- ternary (quant/q_ternary.c): w = d * t, t in -1..1 stored as t + 1 ---------------- *
+ * The dots take the stored t + 1 as they are and subtract the block's
+ * activation sum (8 dp4a with ones a block of 32): (t + 1) . a - 1 . a = t . a,
+ * the same integer, without a per-byte subtract (__vsub4 is emulated on
+ * sm_90 with several instructions a word). */
+__device__ __forceinline__ int act_sum32(const int (&a)[8]) {
+    int s = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) s = __dp4a(0x01010101, a[i], s);
+    return s;
+}
 
 /* TQ2_0, 66 bytes: qs[64] at 0, d at 64. Item = 128 elements (half hh):
  * element 128hh + 32k + m is bits 2k.. of qs[32hh + m], as Q2_K's layout. */
@@ -257,17 +312,16 @@ struct fmt_tq2_0 {
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             load_act32(xq + 128 * hh + 32 * k, a);
-            int sumi = 0;
+            int sumi = -act_sum32(a);
 #pragma unroll
-            for (int i = 0; i < 8; i++)
-                sumi = __dp4a((int)__vsub4((qs[i] >> (2 * k)) & 0x03030303u, 0x01010101u), a[i], sumi);
+            for (int i = 0; i < 8; i++) sumi = __dp4a((int)((qs[i] >> (2 * k)) & 0x03030303u), a[i], sumi);
             acc += __ldg(&ds[4 * hh + k].x) * (float)sumi;
         }
         return h2f_at(b + 64) * acc;
     }
 };
 
-/* Trit k of each of the 4 bytes of w, as signed bytes t - 1: the leading trit
+/* Trit k of each of the 4 bytes of w, as bytes t + 1 (0..2): the leading trit
  * of (byte * 3^k mod 256) is (x * 3) >> 8 (q_ternary.c). The bytes go through
  * two 16-bit lanes per word (even and odd bytes), where byte * 81 * 3 < 2^16
  * cannot carry into the next lane. */
@@ -276,7 +330,7 @@ __device__ __forceinline__ int tq1_trits4(uint32_t w, uint32_t pow3) {
     uint32_t od = (((w >> 8) & 0x00FF00FFu) * pow3) & 0x00FF00FFu;
     ev = ((ev * 3u) >> 8) & 0x00030003u;
     od = ((od * 3u) >> 8) & 0x00030003u;
-    return (int)__vsub4(ev | od << 8, 0x01010101u);
+    return (int)(ev | od << 8);
 }
 
 /* TQ1_0, 54 bytes: qs[48] at 0, qh[4] at 48, d at 52. Item = the whole block
@@ -296,7 +350,7 @@ struct fmt_tq1_0 {
 #pragma unroll
         for (int k = 0; k < 5; k++) { /* activation blocks 0..4: qs[0..31], trit k */
             load_act32(xq + 32 * k, a);
-            int sumi = 0;
+            int sumi = -act_sum32(a);
 #pragma unroll
             for (int i = 0; i < 8; i++) sumi = __dp4a(tq1_trits4(w[i], P3[k]), a[i], sumi);
             acc += __ldg(&ds[k].x) * (float)sumi;
@@ -305,7 +359,7 @@ struct fmt_tq1_0 {
         for (int blk = 5; blk < 8; blk++) { /* blocks 5..7: qs[32..47] trits 2(blk-5), +1; block 7 then qh */
             load_act32(xq + 32 * blk, a);
             const int k0 = 2 * (blk - 5);
-            int sumi = 0;
+            int sumi = -act_sum32(a); /* every word of a is used once below */
 #pragma unroll
             for (int i = 0; i < 4; i++) sumi = __dp4a(tq1_trits4(w[8 + i], P3[k0]), a[i], sumi);
             if (blk < 7) {

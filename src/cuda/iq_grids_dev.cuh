@@ -62,4 +62,30 @@ __device__ __forceinline__ uint32_t iq_point4(const iq_grid_dev<uint8_t, N, 4> &
     return __ldg((const uint32_t *)g.v[i]);
 }
 
+/* A codebook as a kernel reads it: straight from global memory through L1
+ * (S = false, the above), or (S = true) from a copy in the block's shared
+ * memory that prepare() makes once per block. P is a point (uint2 or
+ * uint32_t), N the points. The shared copy trades L1's scattered-line
+ * wavefronts (a warp's 32 points fall in up to 32 lines of a 2-16 KB table)
+ * for bank conflicts among 32 banks. */
+template <class P, int N, bool S>
+struct iq_book {
+    static constexpr bool shared = S;
+    static __device__ __forceinline__ P *smem() {
+        __shared__ P t[S ? N : 1];
+        return t;
+    }
+    /* every thread of the block, before any divergence */
+    static __device__ __forceinline__ void prepare(const void *g) {
+        if constexpr (S) {
+            for (int i = threadIdx.x; i < N; i += blockDim.x) smem()[i] = __ldg((const P *)g + i);
+            __syncthreads();
+        }
+    }
+    static __device__ __forceinline__ P at(const void *g, unsigned i) {
+        if constexpr (S) return smem()[i];
+        else return __ldg((const P *)g + i);
+    }
+};
+
 #endif

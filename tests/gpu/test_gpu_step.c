@@ -80,7 +80,11 @@ static nib_cuda_weight *random_weight(nib_type t, int64_t n_in, int64_t n_out) {
     return w;
 }
 
-static const nib_type mm_types[] = {NIB_TYPE_Q4_0, NIB_TYPE_Q8_0, NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, NIB_TYPE_F16};
+/* IQ2_XXS, IQ3_S and IQ1_M: their kernels copy the codebook to shared memory
+ * first (a barrier in every body: the batch and GLU kernels too); TQ1_0 and
+ * TQ2_0 subtract the activation sum in their dots */
+static const nib_type mm_types[] = {NIB_TYPE_Q4_0,  NIB_TYPE_Q8_0,  NIB_TYPE_Q4_K,  NIB_TYPE_Q6_K, NIB_TYPE_F16,
+                                    NIB_TYPE_IQ2_XXS, NIB_TYPE_IQ3_S, NIB_TYPE_IQ1_M, NIB_TYPE_TQ1_0, NIB_TYPE_TQ2_0};
 
 static void test_matmul_tokens(void) {
     const int64_t n_in = 512, n_out = 203;
