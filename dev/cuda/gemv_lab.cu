@@ -371,6 +371,14 @@ static const variant variants[] = {
     V_SM("IQ3_XXS", fmt_iq3_xxs_t), V_SM("IQ3_S", fmt_iq3_s_t), V_SM("IQ1_S", fmt_iq1_s_t),
     V_SM("IQ1_M", fmt_iq1_m_t),
 #undef V_SM
+    /* v16 (argument "TQ"): split K for the ternary formats' long rows (their
+     * library launch is 4 rows a warp, no split: 14336 x 4096 under PDL
+     * graph replay 17.6 us TQ1_0, 20.6 TQ2_0); TQ1_0's 256-element items
+     * give a 14336 row 56 items, so KS = 2, TQ2_0's 112 KS = 4 */
+    {"TQ1_0/ks2u1", 256, 54, run_q8_ksplit<fmt_tq1_0, 4, 2, 1, 2>},
+    {"TQ1_0/ks2r4u1", 256, 54, run_q8_ksplit<fmt_tq1_0, 4, 4, 1, 2>},
+    {"TQ2_0/ks4u1", 256, 66, run_q8_ksplit<fmt_tq2_0, 4, 2, 1, 4>},
+    {"TQ2_0/ks4r4u1", 256, 66, run_q8_ksplit<fmt_tq2_0, 4, 4, 1, 4>},
 };
 
 typedef struct lab_shape {

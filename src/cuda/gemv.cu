@@ -140,13 +140,26 @@ static unsigned grid_of(const nib_cuda_weight *w, int rows_per_block) {
  * for the down projections (4 rows a group there too) lost or tied. Q4_1
  * loses with it (lab, 4096 x 4096: 7.2 -> 8.6 us; Q5_0 8.9 -> 8.2, Q5_1 8.8
  * -> 8.6, Q8_0 9.5 -> 8.6, Q5_K 8.1 -> 7.8): KS_LONG, every rule but this.
- * KS_GRID, for the IQ1/IQ2/IQ3 codebook formats: only the long rows' rule,
- * always KS = 4 at U = 1 (their dots are bound by instruction issue and the
- * codebook lookups, not by loads in flight; kernel lab, 14336 x 4096, PDL
- * graph replay: IQ2_XXS 21.2 -> 15.7 us against the plain launch, IQ3_S
- * 26.5 -> 19.5, IQ1_S 23.4 -> 14.2; at U = 4 the split lost, 20.7 for
- * IQ2_XXS; bench/gpu-decode-notes.md v33). */
-enum { KS_NONE, KS_ALL, KS_LONG, KS_NARROW, KS_GRID };
+ * KS_U1, for the IQ1/IQ2/IQ3 codebook formats and the ternary ones: only
+ * the long rows' rule, always at U = 1, with KS and R per format (u1_split).
+ * Their dots are bound by instruction issue and (IQ) the codebook lookups,
+ * not by loads in flight. Kernel lab, 14336 x 4096, PDL graph replay,
+ * against their plain launch: IQ2_XXS 21.2 -> 15.7 us, IQ3_S 26.5 -> 19.5,
+ * IQ1_S 23.4 -> 14.2 (at U = 4 the split lost: 20.7 for IQ2_XXS); TQ2_0
+ * 20.6 -> 12.9, TQ1_0 17.6 -> 15.7 (bench/gpu-decode-notes.md v33, v34). */
+enum { KS_NONE, KS_ALL, KS_LONG, KS_NARROW, KS_U1 };
+template <class F>
+struct u1_split { /* the codebook formats: 32-element items, 448 on a 14336 row */
+    static constexpr int KS = 4, R = 2;
+};
+template <>
+struct u1_split<fmt_tq1_0> { /* 256-element items: 56 on a 14336 row, so 64 lanes */
+    static constexpr int KS = 2, R = 2;
+};
+template <>
+struct u1_split<fmt_tq2_0> { /* 112 items; 4 rows a group won (12.9 us against 16.9 at 2) */
+    static constexpr int KS = 4, R = 4;
+};
 /* the about square matrices' split: KS = 4 where the format loads ahead (W), 2 for the K-quants */
 template <class F>
 constexpr int KS_SQUARE = has_w<F>::value ? 4 : 2;
@@ -181,7 +194,7 @@ static q8_plan plan_q8(const nib_cuda_weight *w, int n_tok, bool best) {
             n_out > 1024)
             return {Q8_KS, KS_SQUARE<F>, 4, 1};
         if (n_in >= 3 * n_out && n_in >= 4096 && !(KSP == KS_NARROW && n_in < 5 * n_out && n_out > 1024)) {
-            if (KSP == KS_GRID) return {Q8_KS, 4, 2, 1};
+            if (KSP == KS_U1) return {Q8_KS, u1_split<F>::KS, u1_split<F>::R, 1};
             const bool two_passes = n_in / F::CH > 2 * 32 * U;
             const int ks = n_in >= 5 * n_out || (two_passes && !has_w<F>::value) || n_out <= 1024 ? 4 : 2;
             return {Q8_KS, ks, 2, U > 1 && n_in / F::CH <= 32 * ks ? 1 : U};
@@ -205,8 +218,8 @@ static cudaError_t launch_q8(const mm_args *a) {
     constexpr auto K_SHORT = gemv_q8<F, GEMV_WARPS, SHORT_R, 1, 1>;
     switch (p.kind) {
     case Q8_KS:
-        if constexpr (KSP == KS_GRID) {
-            return launch_ks<F, 1, 4>(a);
+        if constexpr (KSP == KS_U1) {
+            return launch_ks<F, 1, u1_split<F>::KS, u1_split<F>::R>(a);
         } else if constexpr (KSP != KS_NONE) {
             if (p.r == 4) return launch_ks<F, 1, KS_SQUARE<F>, 4>(a);
             if (p.ks == 4) return p.u == 1 ? launch_ks<F, 1, 4>(a) : launch_ks<F, U, 4>(a);
@@ -313,7 +326,7 @@ typedef struct gemv_row {
     {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U, KSP>, launch_q8_glu<F, R, U>,       \
      occupancy_q8<F, R, U>, GEMV_WARPS * (R), P, plan_q8<F, R, U, KSP>}
 /* KSP: KS_ALL, KS_LONG (without the about square matrices' rule), KS_NARROW,
- * KS_GRID or KS_NONE (plan_q8); ROW_Q8 has no split */
+ * KS_U1 or KS_NONE (plan_q8); ROW_Q8 has no split */
 #define ROW_Q8(T, NAME, F, R, U, P) ROW_Q8_KS(T, NAME, F, R, U, P, KS_NONE)
 
 static const gemv_row gemv_rows[] = {
@@ -348,18 +361,19 @@ static const gemv_row gemv_rows[] = {
      * (kernel lab, against 1 row a warp: TQ2_0 4096 x 14336 22.4 -> 13.7 us,
      * 14336 x 4096 22.9 -> 15.1; TQ1_0 14336 x 4096 30.8 -> 17.9, 4096 x 4096
      * 12.4 -> 9.7); their gate/up kernel keeps 1 row a warp, unmeasured. The
-     * IQ1/IQ2/IQ3 kernels lost with it (IQ2_XXS 14336 x 4096 26.8 -> 43.7). */
-    {NIB_TYPE_TQ1_0, "gemv_q8<tq1_0>", true, launch_q8<fmt_tq1_0, 4, 1>, launch_q8_glu<fmt_tq1_0, 1, 1>,
-     occupancy_q8<fmt_tq1_0, 4, 1>, GEMV_WARPS * 4, true, plan_q8<fmt_tq1_0, 4, 1, KS_NONE>},
-    {NIB_TYPE_TQ2_0, "gemv_q8<tq2_0>", true, launch_q8<fmt_tq2_0, 4, 1>, launch_q8_glu<fmt_tq2_0, 1, 1>,
-     occupancy_q8<fmt_tq2_0, 4, 1>, GEMV_WARPS * 4, true, plan_q8<fmt_tq2_0, 4, 1, KS_NONE>},
-    ROW_Q8_KS(IQ2_XXS, "iq2_xxs", fmt_iq2_xxs, 1, 4, false, KS_GRID),
-    ROW_Q8_KS(IQ2_XS, "iq2_xs", fmt_iq2_xs, 1, 4, false, KS_GRID),
-    ROW_Q8_KS(IQ2_S, "iq2_s", fmt_iq2_s, 1, 4, false, KS_GRID),
-    ROW_Q8_KS(IQ3_XXS, "iq3_xxs", fmt_iq3_xxs, 1, 4, false, KS_GRID),
-    ROW_Q8_KS(IQ3_S, "iq3_s", fmt_iq3_s, 1, 4, false, KS_GRID),
-    ROW_Q8_KS(IQ1_S, "iq1_s", fmt_iq1_s, 1, 4, false, KS_GRID),
-    ROW_Q8_KS(IQ1_M, "iq1_m", fmt_iq1_m, 1, 4, false, KS_GRID),
+     * IQ1/IQ2/IQ3 kernels lost with it (IQ2_XXS 14336 x 4096 26.8 -> 43.7).
+     * Long rows split K at U = 1 (KS_U1). */
+    {NIB_TYPE_TQ1_0, "gemv_q8<tq1_0>", true, launch_q8<fmt_tq1_0, 4, 1, KS_U1>, launch_q8_glu<fmt_tq1_0, 1, 1>,
+     occupancy_q8<fmt_tq1_0, 4, 1>, GEMV_WARPS * 4, true, plan_q8<fmt_tq1_0, 4, 1, KS_U1>},
+    {NIB_TYPE_TQ2_0, "gemv_q8<tq2_0>", true, launch_q8<fmt_tq2_0, 4, 1, KS_U1>, launch_q8_glu<fmt_tq2_0, 1, 1>,
+     occupancy_q8<fmt_tq2_0, 4, 1>, GEMV_WARPS * 4, true, plan_q8<fmt_tq2_0, 4, 1, KS_U1>},
+    ROW_Q8_KS(IQ2_XXS, "iq2_xxs", fmt_iq2_xxs, 1, 4, false, KS_U1),
+    ROW_Q8_KS(IQ2_XS, "iq2_xs", fmt_iq2_xs, 1, 4, false, KS_U1),
+    ROW_Q8_KS(IQ2_S, "iq2_s", fmt_iq2_s, 1, 4, false, KS_U1),
+    ROW_Q8_KS(IQ3_XXS, "iq3_xxs", fmt_iq3_xxs, 1, 4, false, KS_U1),
+    ROW_Q8_KS(IQ3_S, "iq3_s", fmt_iq3_s, 1, 4, false, KS_U1),
+    ROW_Q8_KS(IQ1_S, "iq1_s", fmt_iq1_s, 1, 4, false, KS_U1),
+    ROW_Q8_KS(IQ1_M, "iq1_m", fmt_iq1_m, 1, 4, false, KS_U1),
 };
 
 static const gemv_row *row_get(nib_type t) {
