@@ -29,11 +29,11 @@
  * library's choice) rather than reading it from global memory through L1
  * (S = false; that header says why not __constant__). Kernel lab, H200, with
  * the signs below and split K 4 on the long rows (gemv.cu KS_U1), 14336 x
- * 4096 under graph replay: IQ2_XXS 26.9 -> 15.7 us, IQ3_XXS 30.3 -> 19.9,
- * IQ1_S 20.5 -> 14.2 (bench/gpu-decode-notes.md v33). Signs are expanded to byte
- * masks arithmetically (a multiply and a prmt, iq_mask_lo) instead of
- * ggml's 128-entry ksigns table: the parity bit of the XXS/XS formats is a
- * __popc.
+ * 4096, best of graph and PDL graph replay: IQ2_XXS 26.9 -> 15.7 us, IQ3_XXS
+ * 30.3 -> 19.9, IQ1_S 20.5 -> 14.2 (bench/gpu-decode-notes.md v33). Signs
+ * are expanded to byte masks arithmetically (a multiply and a prmt,
+ * iq_mask_lo) instead of ggml's 128-entry ksigns table: the parity bit of
+ * the XXS/XS formats is a __popc.
  */
 #ifndef NIB_CUDA_GEMV_FORMATS_EXTRA_CUH
 #define NIB_CUDA_GEMV_FORMATS_EXTRA_CUH

@@ -21,6 +21,9 @@
  * 8-byte aligned, so a point is one uint2 (or uint32) load: two int8x4 words
  * ready for dp4a.
  *
+ * The GEMV kernels copy their codebook from here into shared memory once a
+ * block (iq_book below); the dequantize kernels read it here.
+ *
  * Each .cu file that includes this gets its own copy (static: the build links
  * no relocatable device code); 33 KB per file of device data.
  */
