@@ -163,6 +163,12 @@ struct u1_split<fmt_tq2_0> { /* 112 items; 4 rows a group won (12.9 us against 1
 /* the about square matrices' split: KS = 4 where the format loads ahead (W), 2 for the K-quants */
 template <class F>
 constexpr int KS_SQUARE = has_w<F>::value ? 4 : 2;
+/* IQ4_XS's long rows where the rule gives KS = 2: 4 rows a warp group at
+ * U = 1 instead of 2 rows at U = 2 (kernel lab, 14336 x 4096 under PDL graph
+ * replay: 16.5 -> 14.7 us; at KS = 4 with 4 rows 16.1; Qwen2.5-0.5B's 4864 x
+ * 896 keeps KS = 4, 2 rows, U = 1: 4.2 us against 6.3; v35) */
+template <class F>
+constexpr bool LONG_R4 = std::is_same<F, fmt_iq4_xs>::value;
 template <class F, int U, int KS, int R2 = 2>
 static cudaError_t launch_ks(const mm_args *a) {
     constexpr int W = GEMV_WARPS;
@@ -197,6 +203,7 @@ static q8_plan plan_q8(const nib_cuda_weight *w, int n_tok, bool best) {
             if (KSP == KS_U1) return {Q8_KS, u1_split<F>::KS, u1_split<F>::R, 1};
             const bool two_passes = n_in / F::CH > 2 * 32 * U;
             const int ks = n_in >= 5 * n_out || (two_passes && !has_w<F>::value) || n_out <= 1024 ? 4 : 2;
+            if (LONG_R4<F> && ks == 2) return {Q8_KS, 2, 4, 1};
             return {Q8_KS, ks, 2, U > 1 && n_in / F::CH <= 32 * ks ? 1 : U};
         }
     }
@@ -221,6 +228,8 @@ static cudaError_t launch_q8(const mm_args *a) {
         if constexpr (KSP == KS_U1) {
             return launch_ks<F, 1, u1_split<F>::KS, u1_split<F>::R>(a);
         } else if constexpr (KSP != KS_NONE) {
+            if constexpr (LONG_R4<F>)
+                if (p.r == 4 && p.ks == 2) return launch_ks<F, 1, 2, 4>(a);
             if (p.r == 4) return launch_ks<F, 1, KS_SQUARE<F>, 4>(a);
             if (p.ks == 4) return p.u == 1 ? launch_ks<F, 1, 4>(a) : launch_ks<F, U, 4>(a);
             return p.u == 1 ? launch_ks<F, 1, 2>(a) : launch_ks<F, U, 2>(a);
