@@ -32,10 +32,11 @@ if "$nib" inspect 2>/dev/null; then bad "inspect without a file exits 0"; else o
 
 # ---- nib synth: random models of real shapes ---------------------------------------------
 # tiny-llama (2 layers, untied) in every type; the file's formats follow llama.cpp's mix:
-# Q4_K_M puts attn_v/ffn_down in Q6_K on layers where use_more_bits(i, 2) holds (layer 1,
-# not 0) and the LM head in Q6_K; Q4_0 has a Q6_K head too; Q8_0 and F16 are uniform.
+# Q4_K_M and Q5_K_M put attn_v/ffn_down in Q6_K on layers where use_more_bits(i, 2) holds
+# (layer 1, not 0) and the LM head in Q6_K; Q4_0, Q4_1, Q5_0, Q5_1 have a Q6_K head too;
+# Q6_K, Q8_0 and F16 are uniform.
 tensor_type() { echo "$2" | awk -v n="$1" '$2 == n { print $3 }'; }
-for t in F16 Q8_0 Q4_0 Q4_K_M; do
+for t in F16 Q8_0 Q4_0 Q4_K_M Q4_1 Q5_0 Q5_1 Q5_K_M Q6_K; do
     f="$tmp/synth-$t.gguf"
     if ! "$nib" synth --shape tiny-llama --type "$t" --seed 7 -o "$f" >"$tmp/out" 2>&1; then
         bad "synth tiny-llama $t: $(cat "$tmp/out")"; continue
@@ -44,7 +45,10 @@ for t in F16 Q8_0 Q4_0 Q4_K_M; do
         || bad "synth $t output: $(cat "$tmp/out")"
     ins=$("$nib" inspect "$f")
     case $t in F16) want="1 F16 F16 F16 F16 F16 F16";; Q8_0) want="7 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0";;
-                Q4_0) want="2 Q4_0 Q4_0 Q4_0 Q4_0 Q4_0 Q6_K";; Q4_K_M) want="15 Q4_K Q4_K Q6_K Q4_K Q6_K Q6_K";; esac
+                Q4_0) want="2 Q4_0 Q4_0 Q4_0 Q4_0 Q4_0 Q6_K";; Q4_K_M) want="15 Q4_K Q4_K Q6_K Q4_K Q6_K Q6_K";;
+                Q4_1) want="3 Q4_1 Q4_1 Q4_1 Q4_1 Q4_1 Q6_K";; Q5_0) want="8 Q5_0 Q5_0 Q5_0 Q5_0 Q5_0 Q6_K";;
+                Q5_1) want="9 Q5_1 Q5_1 Q5_1 Q5_1 Q5_1 Q6_K";; Q5_K_M) want="17 Q5_K Q5_K Q6_K Q5_K Q6_K Q6_K";;
+                Q6_K) want="18 Q6_K Q6_K Q6_K Q6_K Q6_K Q6_K";; esac
     got="$(echo "$ins" | awk '$1 == "general.file_type" { print $3 }')"
     for n in token_embd.weight blk.0.attn_v.weight blk.1.attn_v.weight blk.0.ffn_down.weight \
              blk.1.ffn_down.weight output.weight; do got="$got $(tensor_type $n "$ins")"; done
@@ -106,6 +110,9 @@ if "$nib" synth --shape tiny-llama --type Q8_0 2>/dev/null; then bad "synth with
 out=$("$nib" synth --list)
 echo "$out" | grep -qE '^  llama3-8b +.* 4912898048 \(4\.91\)' && ok "synth --list: llama3-8b Q4_K_M is 4.91 GB of tensors" \
     || bad "synth --list: $(echo "$out" | grep llama3-8b)"
+# llama.cpp's own files of Llama-3-8B: Q5_K_M 5.73 GB, Q6_K 6.59 GB of tensor data
+echo "$out" | grep -qE '^  llama3-8b +.* 5725151232 \(5\.73\) +6588170240 \(6\.59\)' \
+    && ok "synth --list: llama3-8b Q5_K_M 5.73 GB, Q6_K 6.59 GB" || bad "synth --list Q5_K_M/Q6_K: $(echo "$out" | grep llama3-8b)"
 
 # ---- the GPU options on any machine ---------------------------------------------------------
 # bench builds a synth model in memory and measures it on the CPU with --device cpu; without a

@@ -68,6 +68,11 @@ static const nib_synth_ftype ftypes[] = {
     {"Q8_0",   NIB_TYPE_Q8_0, 7,    true,  false},
     {"Q4_0",   NIB_TYPE_Q4_0, 2,    true,  false},
     {"Q4_K_M", NIB_TYPE_Q4_K, 15,   true,  true},
+    {"Q4_1",   NIB_TYPE_Q4_1, 3,    true,  false},
+    {"Q5_0",   NIB_TYPE_Q5_0, 8,    true,  false},
+    {"Q5_1",   NIB_TYPE_Q5_1, 9,    true,  false},
+    {"Q5_K_M", NIB_TYPE_Q5_K, 17,   true,  true},  /* llama.cpp gives Q5_K_M Q4_K_M's more-bits rule */
+    {"Q6_K",   NIB_TYPE_Q6_K, 18,   true,  false},
 };
 #define N_FTYPES ((int)(sizeof ftypes / sizeof ftypes[0]))
 

@@ -53,7 +53,7 @@ typedef struct nib_synth_ftype {
     nib_type base;        /* most 2-D weights */
     uint32_t file_type;   /* general.file_type: llama.cpp's llama_ftype number (file format) */
     bool mixed;           /* llama_tensor_get_type applies: LM head upgrade, fallbacks */
-    bool more_bits;       /* Q4_K_M: attn_v and ffn_down in Q6_K where use_more_bits(il, n) */
+    bool more_bits;       /* Q4_K_M, Q5_K_M: attn_v and ffn_down in Q6_K where use_more_bits(il, n) */
 } nib_synth_ftype;
 
 int nib_synth_n_shapes(void);
