@@ -390,6 +390,21 @@ static const variant variants[] = {
     {"IQ3_XXS/u1ks2", 256, 98, run_q8_ksplit<fmt_iq3_xxs, 4, 2, 1, 2>},
     {"IQ3_XXS/u1ks8", 256, 98, run_q8_ksplit<fmt_iq3_xxs, 8, 1, 1, 8>},
     {"IQ2_XXS/u1ks4r4", 256, 66, run_q8_ksplit<fmt_iq2_xxs, 4, 4, 1, 4>},
+    /* "/lib14": the launch gemv.cu's plan_q8 gives each format on 14336 x
+     * 4096 (llama.cpp's reference shape in issue 4): split K 2 at U = 4 for
+     * the legacy formats and IQ4_NL/MXFP4 (loaded ahead), split K 4 at U = 2
+     * for Q4_K/Q5_K/Q6_K, IQ4_XS 2 x 4 rows at U = 1, the codebook formats
+     * 4 x 2 at U = 1, TQ1_0 2 x 2, TQ2_0 4 x 4; Q2_K and Q3_K keep their
+     * 4-row warps (their rows "Q2_K", "Q3_K") */
+#define V_LIB(NAME, F, R, U, KS) {NAME "/lib14", F::QK, F::BYTES, run_q8_ksplit<F, 4, R, U, KS>}
+    V_LIB("Q4_0", fmt_q4_0, 2, 4, 2), V_LIB("Q4_1", fmt_q4_1, 2, 4, 2), V_LIB("Q5_0", fmt_q5_0, 2, 4, 2),
+    V_LIB("Q5_1", fmt_q5_1, 2, 4, 2), V_LIB("Q8_0", fmt_q8_0, 2, 4, 2), V_LIB("Q4_K", fmt_q4_K, 2, 2, 4),
+    V_LIB("Q5_K", fmt_q5_K, 2, 2, 4), V_LIB("Q6_K", fmt_q6_K, 2, 2, 4), V_LIB("IQ4_NL", fmt_iq4_nl, 2, 4, 2),
+    V_LIB("MXFP4", fmt_mxfp4, 2, 4, 2), V_LIB("IQ4_XS", fmt_iq4_xs, 4, 1, 2), V_LIB("IQ2_XXS", fmt_iq2_xxs, 2, 1, 4),
+    V_LIB("IQ2_XS", fmt_iq2_xs, 2, 1, 4), V_LIB("IQ2_S", fmt_iq2_s, 2, 1, 4), V_LIB("IQ3_XXS", fmt_iq3_xxs, 2, 1, 4),
+    V_LIB("IQ3_S", fmt_iq3_s, 2, 1, 4), V_LIB("IQ1_S", fmt_iq1_s, 2, 1, 4), V_LIB("IQ1_M", fmt_iq1_m, 2, 1, 4),
+    V_LIB("TQ1_0", fmt_tq1_0, 2, 1, 2), V_LIB("TQ2_0", fmt_tq2_0, 4, 1, 4),
+#undef V_LIB
 };
 
 typedef struct lab_shape {
