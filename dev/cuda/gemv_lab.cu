@@ -178,14 +178,14 @@ static void run_q8(const lab_ctx *c) {
                    c->n_out, 0, (unsigned long long *)NULL);
     }
 }
-template <bool BF>
+template <bool BF, int U = F16_U>
 static void run_f16(const lab_ctx *c) {
     static int most = 0;
-    if (!most) most = persistent_blocks(gemv_f16<BF, true>, GEMV_WARPS * 32);
+    if (!most) most = persistent_blocks(gemv_f16<BF, true, U>, GEMV_WARPS * 32);
     int grid = CEIL_DIV(c->n_out, GEMV_WARPS);
     if (grid > most) grid = most;
-    launch(gemv_f16<BF, true>, grid, GEMV_WARPS * 32, c->st, c->W, c->row_bytes, c->x, c->n_in, c->y, c->n_out, c->n_in,
-           c->n_out, 0, (unsigned long long *)NULL);
+    launch(gemv_f16<BF, true, U>, grid, GEMV_WARPS * 32, c->st, c->W, c->row_bytes, c->x, c->n_in, c->y, c->n_out,
+           c->n_in, c->n_out, 0, (unsigned long long *)NULL);
 }
 static void run_q4_0_f32x(const lab_ctx *c) {
     gemv_q4_0_f32x<<<CEIL_DIV(c->n_out, GEMV_WARPS), GEMV_WARPS * 32, 0, c->st>>>(c->W, c->row_bytes, c->x, c->y,
@@ -405,6 +405,9 @@ static const variant variants[] = {
     V_LIB("IQ3_S", fmt_iq3_s, 2, 1, 4), V_LIB("IQ1_S", fmt_iq1_s, 2, 1, 4), V_LIB("IQ1_M", fmt_iq1_m, 2, 1, 4),
     V_LIB("TQ1_0", fmt_tq1_0, 2, 1, 2), V_LIB("TQ2_0", fmt_tq2_0, 4, 1, 4),
 #undef V_LIB
+    /* v18 (argument "/fu"): the float path's steps in flight a lane (F16_U is the library's) */
+    {"F16/fu1", 1, 2, run_f16<false, 1>}, {"F16/fu2", 1, 2, run_f16<false, 2>}, {"F16/fu4", 1, 2, run_f16<false, 4>},
+    {"BF16/fu4", 1, 2, run_f16<true, 4>},
 };
 
 typedef struct lab_shape {

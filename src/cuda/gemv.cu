@@ -47,7 +47,7 @@ static cudaError_t occupancy_q8(int *blocks_per_sm, int threads) {
 }
 template <bool BF16>
 static cudaError_t occupancy_f16(int *blocks_per_sm, int threads) {
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, gemv_f16<BF16, true>, threads, 0);
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, gemv_f16<BF16, true, F16_U>, threads, 0);
 }
 
 /* Decode (one token) runs the lab's R/U winners; prompt chunks run R = 1,
@@ -281,7 +281,7 @@ static cudaError_t launch_f16(const mm_args *a) {
     const int n_in = (int)w->n_in, n_out = (int)w->n_out;
     const dim3 grid(a->best ? persistent_grid(w, GEMV_WARPS) : (unsigned)w->grid, a->n_tok), block(GEMV_WARPS * 32);
     if (n_in % 8 == 0)
-        return pdl_launch(gemv_f16<BF16, true>, grid, block, 0, a->stream, w->dev, w->row_bytes, a->x, n_in, a->y,
+        return pdl_launch(gemv_f16<BF16, true, F16_U>, grid, block, 0, a->stream, w->dev, w->row_bytes, a->x, n_in, a->y,
                           n_out, n_in, n_out, a->add, a->best);
     return pdl_launch(gemv_f16<BF16, false>, grid, block, 0, a->stream, w->dev, w->row_bytes, a->x, n_in, a->y, n_out,
                       n_in, n_out, a->add, a->best);

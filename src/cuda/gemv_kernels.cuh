@@ -32,6 +32,7 @@
 #include "cuda/pdl.cuh"
 
 #define GEMV_WARPS 4  /* warps per thread block (rows per warp and unrolling: per format, gemv.cu) */
+#define F16_U 4       /* steps a lane has in flight on the float path (gemv_f16) */
 
 /* ---- the kernels ------------------------------------------------------------------ */
 
@@ -473,10 +474,32 @@ gemv_q8_glu(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size
 
 /* F16 / BF16 weights against float x: each lane reads 8 weights (16 bytes)
  * and 8 floats per step, fp32 FMA. VEC needs n_in % 8 == 0 (rows 16-byte
- * aligned); otherwise one element per lane per step. blockIdx.y is the token
- * (prefill re-reads the weights per token, from L2 when they fit: the float
- * path serves F16/BF16 files, not the quantized ones prefill is tuned for). */
-template <bool BF16, bool VEC>
+ * aligned); otherwise one element per lane per step. A lane issues the loads
+ * of U steps before the first FMA (a step past the row's end loads the
+ * row's last step again and adds nothing), then adds them in step order, so
+ * the bits do not depend on U. A 14336-wide row is 56 steps a lane: at one
+ * step in flight that is a chain of ~56 memory round trips per warp, which
+ * bounded the down projection's shape at 80-82% of copy bandwidth. Kernel
+ * lab, H200, U = 1 -> 4 (F16_U): 14336 x 4096 34.3 -> 28.3 us (97%; llama.cpp
+ * 29.7), 4096 x 4096 11.6 -> 9.7, 4096 x 128256 262 -> 240 (v37).
+ * blockIdx.y is the token (prefill re-reads the weights per token, from L2
+ * when they fit: the float path serves F16/BF16 files, not the quantized
+ * ones prefill is tuned for). */
+template <bool BF16>
+__device__ __forceinline__ float f16x8_dot(const uint4 w, const float4 x0, const float4 x1, float acc) {
+    const uint32_t ww[4] = {w.x, w.y, w.z, w.w};
+    const float xx[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        float lo, hi;
+        if (BF16) lo = __uint_as_float(ww[k] << 16), hi = __uint_as_float(ww[k] & 0xFFFF0000u);
+        else lo = h2f(ww[k]), hi = h2f(ww[k] >> 16);
+        acc = fmaf(lo, xx[2 * k], acc);
+        acc = fmaf(hi, xx[2 * k + 1], acc);
+    }
+    return acc;
+}
+template <bool BF16, bool VEC, int U = 1>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
 gemv_f16(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restrict__ x, int x_stride,
          float *__restrict__ y, int y_stride, int n_in, int n_out, int add, unsigned long long *best) {
@@ -490,20 +513,18 @@ gemv_f16(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restric
         const uint16_t *wr = (const uint16_t *)(W + (size_t)row * row_bytes);
         float acc = 0.0f;
         if (VEC) {
-#pragma unroll 2
-            for (int i = 8 * lane; i < n_in; i += 256) {
-                const uint4 w = __ldg((const uint4 *)(wr + i));
-                const float4 x0 = __ldg((const float4 *)(x + i)), x1 = __ldg((const float4 *)(x + i + 4));
-                const uint32_t ww[4] = {w.x, w.y, w.z, w.w};
-                const float xx[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+            for (int i0 = 8 * lane; i0 < n_in; i0 += 256 * U) {
+                uint4 w[U];
+                float4 x0[U], x1[U];
 #pragma unroll
-                for (int k = 0; k < 4; k++) {
-                    float lo, hi;
-                    if (BF16) lo = __uint_as_float(ww[k] << 16), hi = __uint_as_float(ww[k] & 0xFFFF0000u);
-                    else lo = h2f(ww[k]), hi = h2f(ww[k] >> 16);
-                    acc = fmaf(lo, xx[2 * k], acc);
-                    acc = fmaf(hi, xx[2 * k + 1], acc);
+                for (int u = 0; u < U; u++) {
+                    const int i = min(i0 + 256 * u, n_in - 8);
+                    w[u] = __ldg((const uint4 *)(wr + i));
+                    x0[u] = __ldg((const float4 *)(x + i)), x1[u] = __ldg((const float4 *)(x + i + 4));
                 }
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (i0 + 256 * u < n_in) acc = f16x8_dot<BF16>(w[u], x0[u], x1[u], acc);
             }
         } else {
             for (int i = lane; i < n_in; i += 32) {
