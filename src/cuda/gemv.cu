@@ -331,11 +331,13 @@ typedef struct gemv_row {
  * 32-element items, 2 for 64, 1 for 128 and more): dot_rows computes every
  * pass's U items unconditionally, so a U that overshoots the common 4096-wide
  * rows would waste loads and dp4a work on padding. */
-#define ROW_Q8_KS(T, NAME, F, R, U, P, KSP)                                                               \
-    {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U, KSP>, launch_q8_glu<F, R, U>,       \
+#define ROW_Q8_GLU(T, NAME, F, R, U, P, KSP, GR, GU)                                                      \
+    {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U, KSP>, launch_q8_glu<F, GR, GU>,     \
      occupancy_q8<F, R, U>, GEMV_WARPS * (R), P, plan_q8<F, R, U, KSP>}
+#define ROW_Q8_KS(T, NAME, F, R, U, P, KSP) ROW_Q8_GLU(T, NAME, F, R, U, P, KSP, R, U)
 /* KSP: KS_ALL, KS_LONG (without the about square matrices' rule), KS_NARROW,
- * KS_U1 or KS_NONE (plan_q8); ROW_Q8 has no split */
+ * KS_U1 or KS_NONE (plan_q8); ROW_Q8 has no split; ROW_Q8_GLU gives the
+ * gate/up kernel its own R and U (GR, GU) */
 #define ROW_Q8(T, NAME, F, R, U, P) ROW_Q8_KS(T, NAME, F, R, U, P, KS_NONE)
 
 static const gemv_row gemv_rows[] = {
@@ -351,8 +353,7 @@ static const gemv_row gemv_rows[] = {
      * against 1 row a warp: 4096 x 14336 26.8 -> 17.7 us, 4096 x 4096 10.8 ->
      * 8.5), split K only where rows are few (KS_NARROW); its gate/up kernel
      * keeps 1 row a warp (2 with the up rows), unmeasured with more */
-    {NIB_TYPE_Q3_K, "gemv_q8<q3_K>", true, launch_q8<fmt_q3_K, 4, 1, KS_NARROW>, launch_q8_glu<fmt_q3_K, 1, 1>,
-     occupancy_q8<fmt_q3_K, 4, 1>, GEMV_WARPS * 4, true, plan_q8<fmt_q3_K, 4, 1, KS_NARROW>},
+    ROW_Q8_GLU(Q3_K, "q3_K", fmt_q3_K, 4, 1, true, KS_NARROW, 1, 1),
     ROW_Q8_KS(Q4_K, "q4_K", fmt_q4_K, 2, 2, true, KS_ALL),
     ROW_Q8_KS(Q5_K, "q5_K", fmt_q5_K, 2, 2, true, KS_ALL),
     ROW_Q8_KS(Q6_K, "q6_K", fmt_q6_K, 2, 2, true, KS_ALL),
@@ -372,10 +373,8 @@ static const gemv_row gemv_rows[] = {
      * 12.4 -> 9.7); their gate/up kernel keeps 1 row a warp, unmeasured. The
      * IQ1/IQ2/IQ3 kernels lost with it (IQ2_XXS 14336 x 4096 26.8 -> 43.7).
      * Long rows split K at U = 1 (KS_U1). */
-    {NIB_TYPE_TQ1_0, "gemv_q8<tq1_0>", true, launch_q8<fmt_tq1_0, 4, 1, KS_U1>, launch_q8_glu<fmt_tq1_0, 1, 1>,
-     occupancy_q8<fmt_tq1_0, 4, 1>, GEMV_WARPS * 4, true, plan_q8<fmt_tq1_0, 4, 1, KS_U1>},
-    {NIB_TYPE_TQ2_0, "gemv_q8<tq2_0>", true, launch_q8<fmt_tq2_0, 4, 1, KS_U1>, launch_q8_glu<fmt_tq2_0, 1, 1>,
-     occupancy_q8<fmt_tq2_0, 4, 1>, GEMV_WARPS * 4, true, plan_q8<fmt_tq2_0, 4, 1, KS_U1>},
+    ROW_Q8_GLU(TQ1_0, "tq1_0", fmt_tq1_0, 4, 1, true, KS_U1, 1, 1),
+    ROW_Q8_GLU(TQ2_0, "tq2_0", fmt_tq2_0, 4, 1, true, KS_U1, 1, 1),
     ROW_Q8_KS(IQ2_XXS, "iq2_xxs", fmt_iq2_xxs, 1, 4, false, KS_U1),
     ROW_Q8_KS(IQ2_XS, "iq2_xs", fmt_iq2_xs, 1, 4, false, KS_U1),
     ROW_Q8_KS(IQ2_S, "iq2_s", fmt_iq2_s, 1, 4, false, KS_U1),
