@@ -43,6 +43,7 @@
 
 #include "cuda/gemv_formats_extra.cuh"
 #include "cuda/gemv_kernels.cuh"
+#include "cuda/gemv_stream.cuh"
 
 #define CK(call)                                                                                 \
     do {                                                                                         \
@@ -212,6 +213,111 @@ static void run_q8_ksplit(const lab_ctx *c) {
     act_q8 a;
     a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
     launch(gemv_q8_ks<F, W, R, U, KS>, grid, W * 32, c->st, c->W, c->row_bytes, a, c->y, c->n_in, c->n_out, 0);
+}
+
+/* v38 (argument "/st"): the staged kernel (gemv_stream.cuh): TR rows a
+ * tile, ST tiles in flight a block, WARPS warps */
+template <class F, int W, int TR, int ST>
+static void run_stream(const lab_ctx *c) {
+    static int most = 0;
+    const uint32_t sb = (uint32_t)stream_stage_bytes(c->row_bytes, TR);
+    static uint32_t set_for = 0;
+    if (set_for != sb) {
+        CK(cudaFuncSetAttribute(gemv_q8_stream<F, W, TR, ST>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)(sb * ST)));
+        if (getenv("LAB_CARVE")) { /* one shared-memory split for both kernels of a call */
+            const int pct = atoi(getenv("LAB_CARVE"));
+            CK(cudaFuncSetAttribute(gemv_q8_stream<F, W, TR, ST>, cudaFuncAttributePreferredSharedMemoryCarveout, pct));
+            CK(cudaFuncSetAttribute(quantize_act_q8, cudaFuncAttributePreferredSharedMemoryCarveout, pct));
+        }
+        int per_sm = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_q8_stream<F, W, TR, ST>, W * 32, sb * ST));
+        most = sm_count * (per_sm > 0 ? per_sm : 1);
+        set_for = sb;
+    }
+    int grid = CEIL_DIV(c->n_out, TR);
+    if (grid > most) grid = most;
+    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
+           c->sc);
+    act_q8 a;
+    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
+    if (lab_pdl)
+        CK(pdl_launch(gemv_q8_stream<F, W, TR, ST>, dim3(grid), dim3(W * 32), sb * ST, c->st, c->W, c->row_bytes, a,
+                      c->y, c->n_in, c->n_out, 0, sb, (unsigned long long *)NULL));
+    else
+        gemv_q8_stream<F, W, TR, ST><<<grid, W * 32, sb * ST, c->st>>>(c->W, c->row_bytes, a, c->y, c->n_in, c->n_out,
+                                                                        0, sb, (unsigned long long *)NULL);
+}
+
+/* v38 (argument "/ws"): the per-warp staged kernel, U items a lane a chunk,
+ * ST chunks in flight a warp, WARPS warps a block */
+template <class F, int W, int U, int ST>
+static void run_wstream(const lab_ctx *c) {
+    static int most = 0;
+    const uint32_t sb = wstream_stage_bytes(wstream_geo<F, U>::NB, F::BYTES);
+    const size_t smem = (size_t)sb * ST * W;
+    if (!most) {
+        CK(cudaFuncSetAttribute(gemv_q8_wstream<F, W, U, ST>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        int per_sm = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_q8_wstream<F, W, U, ST>, W * 32, smem));
+        most = sm_count * (per_sm > 0 ? per_sm : 1);
+    }
+    int grid = CEIL_DIV(c->n_out, W);
+    if (grid > most) grid = most;
+    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
+           c->sc);
+    act_q8 a;
+    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
+    if (lab_pdl)
+        CK(pdl_launch(gemv_q8_wstream<F, W, U, ST>, dim3(grid), dim3(W * 32), smem, c->st, c->W, c->row_bytes, a, c->y,
+                      c->n_in, c->n_out, 0, sb));
+    else
+        gemv_q8_wstream<F, W, U, ST><<<grid, W * 32, smem, c->st>>>(c->W, c->row_bytes, a, c->y, c->n_in, c->n_out, 0,
+                                                                     sb);
+}
+
+/* v38 (argument "/h"): the LM-head launch of the library (gemv.cu plan_q8,
+ * Q8_SHORT: 4 rows a warp, one item each a pass, persistent grid) against
+ * the staged kernel with TR rows a tile, 3 stages */
+template <class F>
+static void run_head(const lab_ctx *c) {
+    static int most = 0;
+    if (!most) most = persistent_blocks(gemv_q8<F, 4, 4, 1, 1>, 128);
+    int grid = CEIL_DIV(c->n_out, 16);
+    if (grid > most) grid = most;
+    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
+           c->sc);
+    act_q8 a;
+    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
+    launch(gemv_q8<F, 4, 4, 1, 1>, grid, 128, c->st, c->W, c->row_bytes, a, c->y, c->n_out, c->n_in, c->n_out, 0,
+           (unsigned long long *)NULL);
+}
+
+/* v38 (argument "READ"): the read floor of a matrix's bytes: a kernel that
+ * only streams them (16-byte loads, 4 in flight a lane, a persistent grid
+ * of 8 warps a block) and folds them into one word a block, so the time a
+ * GEMV of that size could reach at best with one launch */
+__global__ void __launch_bounds__(256) read_only(const uint4 *__restrict__ p, size_t n16, float *__restrict__ y) {
+    uint32_t acc = 0;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n16; i += 4 * stride) {
+        const uint4 a = __ldg(p + i), b = __ldg(p + i + stride), c = __ldg(p + i + 2 * stride),
+                    d = __ldg(p + i + 3 * stride);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+    }
+    for (; i < n16; i += stride) {
+        const uint4 a = __ldg(p + i);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w;
+    }
+    if (acc == 0x12345678u) y[blockIdx.x] = 1.0f; /* keeps the loads; never true in practice */
+}
+static void run_read(const lab_ctx *c) {
+    static int most = 0;
+    if (!most) most = persistent_blocks(read_only, 256);
+    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
+           c->sc);
+    launch(read_only, most, 256, c->st, (const uint4 *)c->W, c->row_bytes * c->n_out / 16, c->y);
 }
 
 /* v9 (argument "pair"): Llama-3-8B Q4_K_M's Q/K/V where V is Q6_K (about
@@ -405,6 +511,27 @@ static const variant variants[] = {
     V_LIB("IQ3_S", fmt_iq3_s, 2, 1, 4), V_LIB("IQ1_S", fmt_iq1_s, 2, 1, 4), V_LIB("IQ1_M", fmt_iq1_m, 2, 1, 4),
     V_LIB("TQ1_0", fmt_tq1_0, 2, 1, 2), V_LIB("TQ2_0", fmt_tq2_0, 4, 1, 4),
 #undef V_LIB
+    /* v38 (argument "/st"): the staged kernel, /stTRxST[wW] */
+#define V_ST(NAME, F)                                                                                               \
+    {NAME "/st1x4", F::QK, F::BYTES, run_stream<F, 4, 1, 4>}, {NAME "/st2x3", F::QK, F::BYTES, run_stream<F, 4, 2, 3>}, \
+    {NAME "/st4x4", F::QK, F::BYTES, run_stream<F, 4, 4, 4>}, {NAME "/st8x3", F::QK, F::BYTES, run_stream<F, 4, 8, 3>}, \
+    {NAME "/st1x8", F::QK, F::BYTES, run_stream<F, 4, 1, 8>}, {NAME "/st2x4w8", F::QK, F::BYTES, run_stream<F, 8, 2, 4>}
+    V_ST("Q4_K", fmt_q4_K), V_ST("Q6_K", fmt_q6_K),
+#define V_WS(NAME, F)                                                                                               \
+    {NAME "/ws1x4", F::QK, F::BYTES, run_wstream<F, 4, 1, 4>}, {NAME "/ws1x6", F::QK, F::BYTES, run_wstream<F, 4, 1, 6>}, \
+    {NAME "/ws2x3", F::QK, F::BYTES, run_wstream<F, 4, 2, 3>}, {NAME "/ws1x3", F::QK, F::BYTES, run_wstream<F, 4, 1, 3>}, \
+    {NAME "/ws1x4w8", F::QK, F::BYTES, run_wstream<F, 8, 1, 4>}
+    V_WS("Q4_K", fmt_q4_K), V_WS("Q6_K", fmt_q6_K),
+#define V_H(NAME, F)                                                                                         \
+    {NAME "/head", F::QK, F::BYTES, run_head<F>}, {NAME "/hst4", F::QK, F::BYTES, run_stream<F, 4, 4, 3>},    \
+    {NAME "/hst8", F::QK, F::BYTES, run_stream<F, 4, 8, 3>}, {NAME "/hst16", F::QK, F::BYTES, run_stream<F, 4, 16, 3>}
+    V_H("Q4_0", fmt_q4_0), V_H("Q4_1", fmt_q4_1), V_H("Q5_0", fmt_q5_0), V_H("Q5_1", fmt_q5_1), V_H("Q8_0", fmt_q8_0),
+    V_H("Q4_K", fmt_q4_K), V_H("Q5_K", fmt_q5_K), V_H("Q6_K", fmt_q6_K), V_H("IQ4_NL", fmt_iq4_nl),
+    V_H("MXFP4", fmt_mxfp4),
+#undef V_H
+    {"READ/q4k", 256, 144, run_read}, {"READ/q6k", 256, 210, run_read}, {"READ/q8_0", 32, 34, run_read},
+#undef V_WS
+#undef V_ST
     /* v18 (argument "/fu"): the float path's steps in flight a lane (F16_U is the library's) */
     {"F16/fu1", 1, 2, run_f16<false, 1>}, {"F16/fu2", 1, 2, run_f16<false, 2>}, {"F16/fu4", 1, 2, run_f16<false, 4>},
     {"BF16/fu4", 1, 2, run_f16<true, 4>},
@@ -547,6 +674,92 @@ static void check_same(const char *name, float *x, int8_t *xq, float2 *xds, act_
     CK(cudaFree(y2));
 }
 
+/* v38: the staged kernel against the library's plain kernel on the same
+ * blocks, at a shape of whole tiles and one with a partial last tile and a
+ * row start off 16 bytes (Q6_K: 210-byte blocks): the sums run in another
+ * order, so the bound is on |y - y_lib| / max |y_lib|: fp32 rounding of
+ * sums of ~10^4 terms, well under 1e-5 */
+template <class F, int WS, int TR, int ST>
+static void check_stream(const char *name, float *x, int8_t *xq, float2 *xds, act_scale *sc, float *y, int d_off,
+                         int k, int n) {
+    const size_t row_bytes = (size_t)(k / F::QK) * F::BYTES;
+    uint8_t *W;
+    float *y2;
+    CK(cudaMalloc(&W, row_bytes * n + 256));
+    CK(cudaMalloc(&y2, sizeof(float) * n));
+    fill_random<<<2048, 256>>>((uint32_t *)W, (row_bytes * n + 256) / 4, 91u);
+    set_d<<<1024, 256>>>(W, (size_t)n * (k / F::QK), F::BYTES, d_off);
+    if (d_off == 0) set_d<<<1024, 256>>>(W + 2, (size_t)n * (k / F::QK), F::BYTES, 0); /* dmin too */
+    quantize_act_q8<<<CEIL_DIV(k, 256), 256>>>(x, xq, xds, k, 1, k, sc);
+    act_q8 a;
+    a.xq = xq, a.xds = xds, a.qs_stride = k, a.n_tok = 1, a.sc = sc;
+    gemv_q8<F, 4, 1, 1, 1><<<CEIL_DIV(n, 4), 128>>>(W, row_bytes, a, y, n, k, n, 0, (unsigned long long *)NULL);
+    CK(cudaMemset(y2, 0xFF, sizeof(float) * n)); /* NaN: an unwritten output shows */
+    const uint32_t sb = (uint32_t)stream_stage_bytes(row_bytes, TR);
+    CK(cudaFuncSetAttribute(gemv_q8_stream<F, WS, TR, ST>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(sb * ST)));
+    const int grid = CEIL_DIV(n, TR) < 2 * sm_count ? CEIL_DIV(n, TR) : 2 * sm_count;
+    gemv_q8_stream<F, WS, TR, ST><<<grid, WS * 32, sb * ST>>>(W, row_bytes, a, y2, k, n, 0, sb, (unsigned long long *)NULL);
+    CK_LAUNCH("stream check");
+    CK(cudaDeviceSynchronize());
+    float *h1 = (float *)malloc(sizeof(float) * n), *h2 = (float *)malloc(sizeof(float) * n);
+    CK(cudaMemcpy(h1, y, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h2, y2, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    double mx = 0.0, err = 0.0;
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(h2[i])) bad++;
+        mx = fabs(h1[i]) > mx ? fabs(h1[i]) : mx;
+        err = fabs(h1[i] - h2[i]) > err ? fabs(h1[i] - h2[i]) : err;
+    }
+    const bool ok = bad == 0 && mx > 0.0 && err <= 1e-5 * mx;
+    printf("%s check (%dx%d): max |diff| %.3g of max |y| %.3g, %d not finite (%s)\n", name, k, n, err, mx, bad,
+           ok ? "ok" : "DIFFER");
+    free(h1), free(h2);
+    CK(cudaFree(W));
+    CK(cudaFree(y2));
+}
+
+template <class F, int WS, int U, int ST>
+static void check_wstream(const char *name, float *x, int8_t *xq, float2 *xds, act_scale *sc, float *y, int d_off,
+                         int k, int n) {
+    const size_t row_bytes = (size_t)(k / F::QK) * F::BYTES;
+    uint8_t *W;
+    float *y2;
+    CK(cudaMalloc(&W, row_bytes * n + 256));
+    CK(cudaMalloc(&y2, sizeof(float) * n));
+    fill_random<<<2048, 256>>>((uint32_t *)W, (row_bytes * n + 256) / 4, 91u);
+    set_d<<<1024, 256>>>(W, (size_t)n * (k / F::QK), F::BYTES, d_off);
+    if (d_off == 0) set_d<<<1024, 256>>>(W + 2, (size_t)n * (k / F::QK), F::BYTES, 0); /* dmin too */
+    quantize_act_q8<<<CEIL_DIV(k, 256), 256>>>(x, xq, xds, k, 1, k, sc);
+    act_q8 a;
+    a.xq = xq, a.xds = xds, a.qs_stride = k, a.n_tok = 1, a.sc = sc;
+    gemv_q8<F, 4, 1, 1, 1><<<CEIL_DIV(n, 4), 128>>>(W, row_bytes, a, y, n, k, n, 0, (unsigned long long *)NULL);
+    CK(cudaMemset(y2, 0xFF, sizeof(float) * n)); /* NaN: an unwritten output shows */
+    const uint32_t sb = wstream_stage_bytes(wstream_geo<F, U>::NB, F::BYTES);
+    CK(cudaFuncSetAttribute(gemv_q8_wstream<F, WS, U, ST>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)(sb * ST * WS)));
+    const int grid = CEIL_DIV(n, WS) < 2 * sm_count ? CEIL_DIV(n, WS) : 2 * sm_count;
+    gemv_q8_wstream<F, WS, U, ST><<<grid, WS * 32, sb * ST * WS>>>(W, row_bytes, a, y2, k, n, 0, sb);
+    CK_LAUNCH("stream check");
+    CK(cudaDeviceSynchronize());
+    float *h1 = (float *)malloc(sizeof(float) * n), *h2 = (float *)malloc(sizeof(float) * n);
+    CK(cudaMemcpy(h1, y, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h2, y2, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    double mx = 0.0, err = 0.0;
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(h2[i])) bad++;
+        mx = fabs(h1[i]) > mx ? fabs(h1[i]) : mx;
+        err = fabs(h1[i] - h2[i]) > err ? fabs(h1[i] - h2[i]) : err;
+    }
+    const bool ok = bad == 0 && mx > 0.0 && err <= 1e-5 * mx;
+    printf("%s check (%dx%d): max |diff| %.3g of max |y| %.3g, %d not finite (%s)\n", name, k, n, err, mx, bad,
+           ok ? "ok" : "DIFFER");
+    free(h1), free(h2);
+    CK(cudaFree(W));
+    CK(cudaFree(y2));
+}
+
 /* v9's run (argument "pair"): the check, then both ways timed as the table's rows */
 static void emitf(FILE *out, const char *fmt, ...) {
     va_list ap;
@@ -656,6 +869,19 @@ int main(int argc, char **argv) {
             check_same<fmt_iq3_s_t<false>, fmt_iq3_s_t<true>>("IQ3_S/sm", x, xq, xds, sc, y, 0);
             check_same<fmt_iq1_s_t<false>, fmt_iq1_s_t<true>>("IQ1_S/sm", x, xq, xds, sc, y, 0);
             check_same<fmt_iq1_m_t<false>, fmt_iq1_m_t<true>>("IQ1_M/sm", x, xq, xds, sc, y, 54);
+        }
+    for (int a = 2; a < argc; a++)
+        if (!strcmp(argv[a], "check-st")) { /* v38: the staged kernel's sums */
+            check_stream<fmt_q4_K, 4, 1, 4>("Q4_K/st1x4", x, xq, xds, sc, y, 0, 14336, 4096);
+            check_stream<fmt_q4_K, 4, 4, 4>("Q4_K/st4x4", x, xq, xds, sc, y, 0, 4096, 4093);
+            check_stream<fmt_q4_K, 8, 2, 4>("Q4_K/st2x4w8", x, xq, xds, sc, y, 0, 4096, 1027);
+            check_stream<fmt_q6_K, 4, 1, 4>("Q6_K/st1x4", x, xq, xds, sc, y, 208, 14336, 4096);
+            check_stream<fmt_q6_K, 4, 4, 4>("Q6_K/st4x4", x, xq, xds, sc, y, 208, 4096, 4093);
+            check_stream<fmt_q6_K, 4, 8, 3>("Q6_K/st8x3", x, xq, xds, sc, y, 208, 4096, 1031);
+            check_wstream<fmt_q4_K, 4, 1, 4>("Q4_K/ws1x4", x, xq, xds, sc, y, 0, 14336, 4096);
+            check_wstream<fmt_q4_K, 4, 2, 3>("Q4_K/ws2x3", x, xq, xds, sc, y, 0, 4096, 1027);
+            check_wstream<fmt_q6_K, 4, 1, 4>("Q6_K/ws1x4", x, xq, xds, sc, y, 208, 14336, 4093);
+            check_wstream<fmt_q6_K, 4, 2, 3>("Q6_K/ws2x3", x, xq, xds, sc, y, 208, 4096, 1031);
         }
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         const variant *var = &variants[v];

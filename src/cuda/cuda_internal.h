@@ -49,6 +49,9 @@ struct nib_cuda_weight {
     int grid;                /* thread blocks per GEMV launch, fixed at upload (gemv.cu) */
     int grid_cap;            /* blocks of that kernel the device holds at once: its persistent grid's size */
     int sms;                 /* the device's multiprocessors (other kernels' persistent grids) */
+    int stream_tr;           /* an LM head on the staged kernel (gemv_stream.cuh): rows a tile, else 0 */
+    int stream_grid;         /* its persistent grid */
+    unsigned stream_stage;   /* its bytes a stage */
 };
 
 /* Activation scratch (nib_cuda_act_quantize): n_tok rows of n int8 quants,

@@ -16,6 +16,7 @@
 #include "cuda/cuda_internal.h"
 #include "cuda/gemv_formats_extra.cuh"
 #include "cuda/gemv_kernels.cuh"
+#include "cuda/gemv_stream.cuh"
 
 /* What a launcher gets: the op entry has checked every field. */
 typedef struct mm_args {
@@ -217,6 +218,72 @@ static q8_plan plan_q8(const nib_cuda_weight *w, int n_tok, bool best) {
     return {Q8_FEW, 0, R, 1}; /* few short rows: as many warps as rows (896 x 896 on 4-row warps used 56 SMs) */
 }
 
+/* LM heads on the staged kernel (gemv_stream.cuh) for the formats whose
+ * dot can read its weights from shared memory (has_ld): the tall matrices
+ * that plan_q8 gives the 4-row kernel (Q8_SHORT). TR rows a tile (16 where
+ * 16 rows are at most 28 KB, else 8), 3 tiles in flight a block. Its lanes
+ * add their items in the same order as every other launch here, so the bits
+ * are the same (test_gpu_step's tall matrices). Kernel lab, H200, PDL graph
+ * replay, 4-row kernel -> staged (bench/gpu-decode-notes.md v38):
+ * 4096 x 128256 Q4_K 93.2 -> 75.9 us (92% of copy bandwidth), Q5_K 112.4 ->
+ * 93.3, Q4_1 121.9 -> 78.4, Q5_1 137.8 -> 103.1, Q4_0 81.1 -> 76.2, Q6_K
+ * 136.2 -> 124-138 (run to run); 896 x 151936 Q8_0 39.6 -> 36.8, Q4_0 28.1
+ * -> 25.4, MXFP4 43.9 -> 39.8. A head whose 3 stages do not fit a block's
+ * shared memory keeps the 4-row kernel. */
+#define STREAM_ST 3
+template <class F, class = void>
+struct has_ld : std::false_type {};
+template <class F>
+struct has_ld<F, std::void_t<decltype(F::template dot<ld_shared>((const uint8_t *)0, 0, (const int8_t *)0,
+                                                                  (const float2 *)0))>> : std::true_type {};
+template <class F, int TR>
+static bool stream_setup_tr(nib_cuda_weight *w, size_t stage, nib_error *err) {
+    constexpr auto K = gemv_q8_stream<F, GEMV_WARPS, TR, STREAM_ST>;
+    const int smem = (int)(STREAM_ST * stage);
+    int per_sm = 0;
+    if (!CUDA_OK(cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "gemv_q8_stream", err) ||
+        !CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, K, GEMV_WARPS * 32, smem), "gemv_q8_stream",
+                 err))
+        return false;
+    if (per_sm < 1) return true; /* does not fit: the 4-row kernel */
+    const int64_t need = CEIL_DIV(w->n_out, TR), most = (int64_t)w->sms * per_sm;
+    w->stream_grid = (int)(most < need ? most : need);
+    w->stream_tr = TR, w->stream_stage = (unsigned)stage;
+    return true;
+}
+template <class F>
+static bool stream_setup(nib_cuda_weight *w, nib_error *err) {
+    if constexpr (has_ld<F>::value) {
+        const bool tall = CEIL_DIV(w->n_out, GEMV_WARPS * SHORT_R) >= 4 * (int64_t)w->grid_cap;
+        if (!tall) return true;
+        const int tr = 16 * w->row_bytes <= (28u << 10) ? 16 : 8;
+        const size_t stage = stream_stage_bytes(w->row_bytes, tr);
+        int dev = 0, optin = 0;
+        if (!CUDA_OK(cudaGetDevice(&dev), "plan GEMV grid", err) ||
+            !CUDA_OK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "plan GEMV grid",
+                     err))
+            return false;
+        if (STREAM_ST * stage + 1024 > (size_t)optin) return true; /* + its static shared memory */
+        return tr == 16 ? stream_setup_tr<F, 16>(w, stage, err) : stream_setup_tr<F, 8>(w, stage, err);
+    }
+    (void)w, (void)err;
+    return true;
+}
+template <class F>
+static cudaError_t launch_stream(const mm_args *a) {
+    const nib_cuda_weight *w = a->w;
+    if constexpr (has_ld<F>::value) {
+        const size_t smem = STREAM_ST * (size_t)w->stream_stage;
+        const dim3 grid((unsigned)w->stream_grid), block(GEMV_WARPS * 32);
+        if (w->stream_tr == 16)
+            return pdl_launch(gemv_q8_stream<F, GEMV_WARPS, 16, STREAM_ST>, grid, block, smem, a->stream, w->dev,
+                              w->row_bytes, a->a, a->y, (int)w->n_in, (int)w->n_out, a->add, w->stream_stage, a->best);
+        return pdl_launch(gemv_q8_stream<F, GEMV_WARPS, 8, STREAM_ST>, grid, block, smem, a->stream, w->dev,
+                          w->row_bytes, a->a, a->y, (int)w->n_in, (int)w->n_out, a->add, w->stream_stage, a->best);
+    }
+    return cudaErrorInvalidValue; /* not reached: stream_tr is 0 for these formats */
+}
+
 template <class F, int R, int U, int KSP = KS_NONE>
 static cudaError_t launch_q8(const mm_args *a) {
     const nib_cuda_weight *w = a->w;
@@ -241,6 +308,7 @@ static cudaError_t launch_q8(const mm_args *a) {
                           dim3(GEMV_WARPS * 32), 0, a->stream, w->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out,
                           a->add, a->best);
     case Q8_SHORT:
+        if (w->stream_tr) return launch_stream<F>(a);
         return pdl_launch(K_SHORT, dim3(grid_of<K_SHORT>(w, GEMV_WARPS * SHORT_R)), dim3(GEMV_WARPS * 32), 0,
                           a->stream, w->dev, w->row_bytes, a->a, a->y, n_out, n_in, n_out, a->add, a->best);
     case Q8_FEW:
@@ -311,6 +379,7 @@ typedef struct gemv_row {
     int rows_per_block;
     bool persistent;        /* cap the grid at what the device holds at once */
     q8_plan_fn plan;        /* the kernel launch_q8 runs (dp4a formats), or NULL */
+    bool (*stream)(nib_cuda_weight *w, nib_error *err); /* an LM head's staged launch (stream_setup), or NULL */
 } gemv_row;
 
 /* One row per format with a kernel. The dp4a path won for every quantized
@@ -333,7 +402,7 @@ typedef struct gemv_row {
  * rows would waste loads and dp4a work on padding. */
 #define ROW_Q8_GLU(T, NAME, F, R, U, P, KSP, GR, GU)                                                      \
     {NIB_TYPE_##T, "gemv_q8<" NAME ">", true, launch_q8<F, R, U, KSP>, launch_q8_glu<F, GR, GU>,     \
-     occupancy_q8<F, R, U>, GEMV_WARPS * (R), P, plan_q8<F, R, U, KSP>}
+     occupancy_q8<F, R, U>, GEMV_WARPS * (R), P, plan_q8<F, R, U, KSP>, stream_setup<F>}
 #define ROW_Q8_KS(T, NAME, F, R, U, P, KSP) ROW_Q8_GLU(T, NAME, F, R, U, P, KSP, R, U)
 /* KSP: KS_ALL, KS_LONG (without the about square matrices' rule), KS_NARROW,
  * KS_U1 or KS_NONE (plan_q8); ROW_Q8 has no split; ROW_Q8_GLU gives the
@@ -434,7 +503,8 @@ bool cuda_gemv_plan(nib_cuda_weight *w, nib_error *err) {
     w->grid = (int)(r->persistent && most < need ? most : need);
     w->grid_cap = (int)most;
     w->sms = sms;
-    return true;
+    w->stream_tr = 0;
+    return !r->stream || r->stream(w, err);
 }
 
 bool cuda_gemv_image_ok(char *reason, size_t n) {

@@ -30,26 +30,39 @@
 
 __device__ __forceinline__ float h2f(uint32_t bits) { return __half2float(__ushort_as_half((unsigned short)(bits & 0xFFFFu))); }
 
+/* Where a dot's weight words come from (L of the dots that take one):
+ * global memory through the read-only path, for the kernels that load their
+ * own weights, or shared memory, for the staged kernel (gemv_stream.cuh),
+ * whose weights arrive there by bulk copy. */
+struct ld_global {
+    template <class T>
+    static __device__ __forceinline__ T ld(const T *p) { return __ldg(p); }
+};
+struct ld_shared {
+    template <class T>
+    static __device__ __forceinline__ T ld(const T *p) { return *p; }
+};
+
 /* N words of the bytes starting at p (any alignment): aligned loads, then
  * funnel shifts. Reads the word after the last one too. */
-template <int N>
+template <int N, class L = ld_global>
 __device__ __forceinline__ void load_words(const uint8_t *p, uint32_t (&w)[N]) {
     const uintptr_t a = (uintptr_t)p;
     const uint32_t *q = (const uint32_t *)(a & ~(uintptr_t)3);
     const unsigned sh = (unsigned)(a & 3) * 8u;
     uint32_t raw[N + 1];
 #pragma unroll
-    for (int i = 0; i <= N; i++) raw[i] = __ldg(q + i);
+    for (int i = 0; i <= N; i++) raw[i] = L::ld(q + i);
 #pragma unroll
     for (int i = 0; i < N; i++) w[i] = __funnelshift_r(raw[i], raw[i + 1], sh);
 }
 
 /* N words at a 4-byte aligned address. */
-template <int N>
+template <int N, class L = ld_global>
 __device__ __forceinline__ void load_words_a4(const uint8_t *p, uint32_t (&w)[N]) {
     const uint32_t *q = (const uint32_t *)p;
 #pragma unroll
-    for (int i = 0; i < N; i++) w[i] = __ldg(q + i);
+    for (int i = 0; i < N; i++) w[i] = L::ld(q + i);
 }
 
 /* 8 int8x4 activation words (32 quants) at a 16-byte aligned address. */
@@ -118,14 +131,16 @@ struct words_block {
     struct W {
         uint32_t w[N];
     };
+    template <class L = ld_global>
     static __device__ __forceinline__ W load(const uint8_t *b, int) {
         W r;
-        if constexpr (A4) load_words_a4(b, r.w);
-        else load_words(b, r.w);
+        if constexpr (A4) load_words_a4<N, L>(b, r.w);
+        else load_words<N, L>(b, r.w);
         return r;
     }
+    template <class L = ld_global>
     static __device__ __forceinline__ float dot(const uint8_t *b, int sub, const int8_t *xq, const float2 *ds) {
-        return F::dot_w(load(b, sub), sub, xq, ds);
+        return F::dot_w(load<L>(b, sub), sub, xq, ds);
     }
 };
 
@@ -281,12 +296,13 @@ __device__ __forceinline__ void scale_min_k4(int j, const uint32_t (&s)[3], int 
  * x = d sc q - dmin m. */
 struct fmt_q4_K {
     static constexpr int QK = 256, BYTES = 144, CH = 64;
+    template <class L = ld_global>
     static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
-        const uint4 q0 = __ldg((const uint4 *)(b + 16 + 32 * c)), q1 = __ldg((const uint4 *)(b + 32 + 32 * c));
+        const uint4 q0 = L::ld((const uint4 *)(b + 16 + 32 * c)), q1 = L::ld((const uint4 *)(b + 32 + 32 * c));
         const uint32_t q[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
         uint32_t hdr[1], s[3];
-        load_words_a4(b, hdr);
-        load_words_a4(b + 4, s);
+        load_words_a4<1, L>(b, hdr);
+        load_words_a4<3, L>(b + 4, s);
         int a[8], sum_lo = 0, sum_hi = 0;
         load_act32(xq + 64 * c, a);
 #pragma unroll
@@ -307,14 +323,15 @@ struct fmt_q4_K {
  * of element e in bit e/32 of qh[e%32]. */
 struct fmt_q5_K {
     static constexpr int QK = 256, BYTES = 176, CH = 64;
+    template <class L = ld_global>
     static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
-        const uint4 q0 = __ldg((const uint4 *)(b + 48 + 32 * c)), q1 = __ldg((const uint4 *)(b + 64 + 32 * c));
-        const uint4 h0 = __ldg((const uint4 *)(b + 16)), h1 = __ldg((const uint4 *)(b + 32));
+        const uint4 q0 = L::ld((const uint4 *)(b + 48 + 32 * c)), q1 = L::ld((const uint4 *)(b + 64 + 32 * c));
+        const uint4 h0 = L::ld((const uint4 *)(b + 16)), h1 = L::ld((const uint4 *)(b + 32));
         const uint32_t q[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
         const uint32_t h[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
         uint32_t hdr[1], s[3];
-        load_words_a4(b, hdr);
-        load_words_a4(b + 4, s);
+        load_words_a4<1, L>(b, hdr);
+        load_words_a4<3, L>(b + 4, s);
         int a[8], sum_lo = 0, sum_hi = 0;
         load_act32(xq + 64 * c, a);
 #pragma unroll
@@ -343,13 +360,14 @@ struct fmt_q5_K {
  * high bits qh[32hh + l] bits 2p.. and 2p+4..). x = d sc (q - 32), sc per 16. */
 struct fmt_q6_K {
     static constexpr int QK = 256, BYTES = 210, CH = 64;
+    template <class L = ld_global>
     static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
         const int hh = c >> 1, p = c & 1;
         uint32_t ql[8], qh[8], sc[2];
-        load_words(b + 64 * hh + 32 * p, ql);
-        load_words(b + 128 + 32 * hh, qh);
-        load_words(b + 192 + 8 * hh, sc);
-        const float d = h2f(__ldg((const unsigned short *)(b + 208)));
+        load_words<8, L>(b + 64 * hh + 32 * p, ql);
+        load_words<8, L>(b + 128 + 32 * hh, qh);
+        load_words<2, L>(b + 192 + 8 * hh, sc);
+        const float d = h2f(L::ld((const unsigned short *)(b + 208)));
         int a[8];
         float acc = 0.0f;
 #pragma unroll

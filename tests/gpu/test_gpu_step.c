@@ -656,17 +656,24 @@ static void test_argmax(void) {
     }
 }
 
-/* An LM head's shape (4096-wide rows, more rows than 4 passes of a
- * persistent grid of 4-row warps: 135,168 on a 132-SM device at 16 blocks an
- * SM) takes the 4-rows-per-warp one-token kernel; its outputs must equal the
- * prompt path's (8-token chunks, one row per warp) bit for bit, as the
+/* An LM head's shape (more rows than 4 passes of a persistent grid of 4-row
+ * warps: 135,168 on a 132-SM device at 16 blocks an SM) takes the staged
+ * one-token kernel (gemv_stream.cuh; the 4-row kernel for formats without
+ * it, or where its stages do not fit); its outputs must equal the prompt
+ * path's (8-token chunks, one row per warp) bit for bit, as the
  * matmul_tokens rule says, and with the fused argmax the key must name the
- * first maximum of those outputs. */
+ * first maximum of those outputs. 896-wide Q8_0 rows (952 bytes) start off
+ * 16-byte boundaries and take 16-row tiles; the 4096-wide ones 8-row tiles;
+ * 140,001 rows end in a part tile. */
 static void test_tall_matrix(void) {
-    const nib_type types[] = {NIB_TYPE_Q4_0, NIB_TYPE_Q4_K, NIB_TYPE_Q6_K};
-    const int64_t n_in = 4096, n_out = 140000;
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const nib_type t = types[ti];
+    const struct {
+        nib_type t;
+        int64_t n_in, n_out;
+    } cases[] = {{NIB_TYPE_Q4_0, 4096, 140000}, {NIB_TYPE_Q4_K, 4096, 140001}, {NIB_TYPE_Q6_K, 4096, 140000},
+                 {NIB_TYPE_Q5_1, 4096, 140000}, {NIB_TYPE_Q8_0, 896, 160001}, {NIB_TYPE_MXFP4, 896, 160000}};
+    for (size_t ti = 0; ti < sizeof cases / sizeof cases[0]; ti++) {
+        const nib_type t = cases[ti].t;
+        const int64_t n_in = cases[ti].n_in, n_out = cases[ti].n_out;
         nib_error err;
         nib_cuda_weight *w = random_weight(t, n_in, n_out);
         if (!w) continue;
