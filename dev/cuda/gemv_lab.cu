@@ -249,6 +249,83 @@ static void run_stream(const lab_ctx *c) {
                                                                         0, sb, (unsigned long long *)NULL);
 }
 
+/* The per-warp form: each warp streams its own rows through ST stages of its
+ * own, a chunk of 32 * U items (whole blocks) a stage, so a chunk is
+ * computed as soon as it lands (one item per lane per u) and the next asked
+ * for at once: no block barrier, fine-grained like the register kernels, and
+ * ST chunks in flight a warp at no register cost. A warp's rows are rows g,
+ * g + all warps, ...; its chunk sequence runs on across its rows, so the
+ * pipeline does not drain between them. */
+template <class F, int U>
+struct wstream_geo {
+    static constexpr int IPB = F::QK / F::CH;
+    static_assert((32 * U) % IPB == 0, "a chunk of whole blocks");
+    static constexpr int NB = 32 * U / IPB; /* blocks a chunk */
+};
+static inline uint32_t wstream_stage_bytes(int nb, int bytes) { return (uint32_t)((nb * bytes + 15 + 15) / 16 * 16); }
+
+template <class F, int WARPS, int U, int ST>
+__global__ void __launch_bounds__(WARPS * 32)
+gemv_q8_wstream(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int n_in, int n_out,
+                int add, uint32_t stage_bytes) {
+    constexpr int IPB = wstream_geo<F, U>::IPB, NB = wstream_geo<F, U>::NB;
+    extern __shared__ __align__(128) uint8_t stage_all[];
+    __shared__ uint64_t full_all[WARPS][ST];
+    pdl_launch_dependents();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    uint8_t *stage = stage_all + (size_t)warp * ST * stage_bytes;
+    uint64_t *full = full_all[warp];
+    const int n_blocks = n_in / F::QK, n_chunks = (n_blocks + NB - 1) / NB;
+    const int all_warps = gridDim.x * WARPS;
+    int prow = blockIdx.x * WARPS + warp, pc = 0; /* the next chunk to ask for */
+    auto ask = [&](int s) {                        /* lane 0: chunk (prow, pc) into stage s, then advance */
+        const int nb = min(NB, n_blocks - pc * NB);
+        const uintptr_t start = (uintptr_t)(W + (size_t)prow * row_bytes + (size_t)pc * NB * F::BYTES);
+        const uintptr_t a0 = start & ~(uintptr_t)15, a1 = (start + (size_t)nb * F::BYTES + 15) & ~(uintptr_t)15;
+        mbar_expect(&full[s], (uint32_t)(a1 - a0));
+        bulk_copy(stage + (size_t)s * stage_bytes, (const void *)a0, (uint32_t)(a1 - a0), &full[s]);
+        if (++pc == n_chunks) pc = 0, prow += all_warps;
+    };
+    if (lane == 0) {
+        for (int s = 0; s < ST; s++) mbar_init(&full[s], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        for (int s = 0; s < ST && prow < n_out; s++) ask(s);
+    }
+    __syncwarp();
+    pdl_wait();
+    const double rsp = act_rs_begin(a, lane);
+    int j = 0; /* chunks consumed */
+    for (int row = blockIdx.x * WARPS + warp; row < n_out; row += all_warps) {
+        float acc = 0.0f;
+        const uintptr_t row_start = (uintptr_t)(W + (size_t)row * row_bytes);
+        for (int c = 0; c < n_chunks; c++, j++) {
+            const int s = j % ST;
+            mbar_wait(&full[s], (uint32_t)(j / ST) & 1u);
+            const uintptr_t start = row_start + (size_t)c * NB * F::BYTES;
+            const uint8_t *base = stage + (size_t)s * stage_bytes + (start & 15);
+            const int n_items = min(NB, n_blocks - c * NB) * IPB;
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int it = lane + 32 * u;
+                if (it < n_items) {
+                    const int ib = it / IPB, sub = it % IPB, gb = c * NB + ib;
+                    acc += F::template dot<ld_shared>(base + (size_t)ib * F::BYTES, sub, a.xq + (size_t)gb * F::QK,
+                                                      a.xds + (size_t)gb * (F::QK / 32));
+                }
+            }
+            __syncwarp(); /* every lane is done with stage s */
+            if (lane == 0 && prow < n_out) ask(s);
+        }
+        acc = warp_sum(acc);
+        const float rs = act_rs_end(rsp);
+        if (lane == 0) {
+            float *p = y + row;
+            const float v = acc * rs;
+            *p = add ? *p + v : v;
+        }
+    }
+}
+
 /* v38 (argument "/ws"): the per-warp staged kernel, U items a lane a chunk,
  * ST chunks in flight a warp, WARPS warps a block */
 template <class F, int W, int U, int ST>
@@ -274,6 +351,122 @@ static void run_wstream(const lab_ctx *c) {
     else
         gemv_q8_wstream<F, W, U, ST><<<grid, W * 32, smem, c->st>>>(c->W, c->row_bytes, a, c->y, c->n_in, c->n_out, 0,
                                                                      sb);
+}
+
+/* v38 (argument "/glu"): the gate/up GLU staged as the LM heads are: a
+ * tile is TR gate rows and the same TR up rows (two bulk copies, one
+ * barrier), each warp TR / WARPS row pairs whole. The lab's 4096 x 28672
+ * shape is one 14336-row GLU (gate = the first half, up = the second). */
+template <class F, int WARPS, int TR, int ST>
+__global__ void __launch_bounds__(WARPS * 32)
+glu_stream(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t row_bytes, act_q8 a,
+           float *__restrict__ h, int n_in, int n_out, int act, uint32_t cover) {
+    constexpr int RW = TR / WARPS;
+    static_assert(TR % WARPS == 0, "whole rows a warp");
+    extern __shared__ __align__(128) uint8_t stage[];
+    __shared__ uint64_t full[ST];
+    pdl_launch_dependents();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int n_tiles = (n_out + TR - 1) / TR;
+    auto ask = [&](int t, int s) {
+        const int rows = min(TR, n_out - t * TR);
+        const uintptr_t g = (uintptr_t)(Wg + (size_t)t * TR * row_bytes), u = (uintptr_t)(Wu + (size_t)t * TR * row_bytes);
+        const uintptr_t g0 = g & ~(uintptr_t)15, g1 = (g + rows * row_bytes + 15) & ~(uintptr_t)15;
+        const uintptr_t u0 = u & ~(uintptr_t)15, u1 = (u + rows * row_bytes + 15) & ~(uintptr_t)15;
+        mbar_expect(&full[s], (uint32_t)(g1 - g0 + u1 - u0));
+        bulk_copy(stage + (size_t)s * 2 * cover, (const void *)g0, (uint32_t)(g1 - g0), &full[s]);
+        bulk_copy(stage + (size_t)s * 2 * cover + cover, (const void *)u0, (uint32_t)(u1 - u0), &full[s]);
+    };
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < ST; s++) mbar_init(&full[s], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int s = 0; s < ST; s++)
+            if (blockIdx.x + s * gridDim.x < n_tiles) ask(blockIdx.x + s * gridDim.x, s);
+    pdl_wait();
+    const double rsp = act_rs_begin(a, lane);
+    constexpr int IPB = F::QK / F::CH;
+    const int n_items = n_in / F::CH, slot = warp * RW;
+    int i = 0;
+    for (int t = blockIdx.x; t < n_tiles; t += gridDim.x, i++) {
+        const int s = i % ST;
+        mbar_wait(&full[s], (uint32_t)(i / ST) & 1u);
+        const uint8_t *bg = stage + (size_t)s * 2 * cover + ((uintptr_t)(Wg + (size_t)t * TR * row_bytes) & 15);
+        const uint8_t *bu = stage + (size_t)s * 2 * cover + cover + ((uintptr_t)(Wu + (size_t)t * TR * row_bytes) & 15);
+        const int rows = min(TR, n_out - t * TR);
+        const uint8_t *wr[2 * RW];
+#pragma unroll
+        for (int r = 0; r < RW; r++) {
+            const size_t off = (size_t)min(slot + r, rows - 1) * row_bytes;
+            wr[r] = bg + off, wr[RW + r] = bu + off;
+        }
+        float acc[2 * RW];
+#pragma unroll
+        for (int r = 0; r < 2 * RW; r++) acc[r] = 0.0f;
+        for (int it = lane; it < n_items; it += 32) {
+            const int ib = it / IPB, sub = it % IPB;
+            const int8_t *xq = a.xq + (size_t)ib * F::QK;
+            const float2 *xds = a.xds + (size_t)ib * (F::QK / 32);
+#pragma unroll
+            for (int r = 0; r < 2 * RW; r++)
+                acc[r] += F::template dot<ld_shared>(wr[r] + (size_t)ib * F::BYTES, sub, xq, xds);
+        }
+#pragma unroll
+        for (int r = 0; r < 2 * RW; r++) acc[r] = warp_sum(acc[r]);
+        const float rs = act_rs_end(rsp);
+        __syncthreads();
+        if (threadIdx.x == 0 && t + ST * (int)gridDim.x < n_tiles) ask(t + ST * gridDim.x, s);
+        if (lane == 0)
+#pragma unroll
+            for (int r = 0; r < RW; r++)
+                if (slot + r < rows) h[(size_t)t * TR + slot + r] = glu_act(act, acc[r] * rs) * (acc[RW + r] * rs);
+    }
+}
+template <class F, int W, int TR, int ST>
+static void run_glu_stream(const lab_ctx *c) {
+    static int most = 0;
+    static uint32_t set_for = 0;
+    const int rows = c->n_out / 2;
+    const uint32_t cover = (uint32_t)stream_stage_bytes(c->row_bytes, TR);
+    if (set_for != cover) {
+        CK(cudaFuncSetAttribute(glu_stream<F, W, TR, ST>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)(2 * cover * ST)));
+        int per_sm = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, glu_stream<F, W, TR, ST>, W * 32, 2 * cover * ST));
+        most = sm_count * (per_sm > 0 ? per_sm : 1);
+        set_for = cover;
+    }
+    int grid = CEIL_DIV(rows, TR);
+    if (grid > most) grid = most;
+    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
+           c->sc);
+    act_q8 a;
+    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
+    const uint8_t *Wu = c->W + (size_t)rows * c->row_bytes;
+    if (lab_pdl)
+        CK(pdl_launch(glu_stream<F, W, TR, ST>, dim3(grid), dim3(W * 32), 2 * cover * ST, c->st, c->W, Wu, c->row_bytes,
+                      a, c->y, c->n_in, rows, (int)GLU_SILU, cover));
+    else
+        glu_stream<F, W, TR, ST><<<grid, W * 32, 2 * cover * ST, c->st>>>(c->W, Wu, c->row_bytes, a, c->y, c->n_in,
+                                                                           rows, (int)GLU_SILU, cover);
+}
+/* the library's one-token GLU launch (gemv.cu launch_q8_glu): R rows of
+ * gate and up a warp, U items, on a persistent grid */
+template <class F, int R, int U>
+static void run_glu_lib(const lab_ctx *c) {
+    static int most = 0;
+    if (!most) most = persistent_blocks(gemv_q8_glu<F, 4, R, U, 1>, 128);
+    const int rows = c->n_out / 2;
+    int grid = CEIL_DIV(rows, 4 * R);
+    if (grid > most) grid = most;
+    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
+           c->sc);
+    act_q8 a;
+    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
+    launch(gemv_q8_glu<F, 4, R, U, 1>, grid, 128, c->st, c->W, c->W + (size_t)rows * c->row_bytes, c->row_bytes, a,
+           c->y, rows, c->n_in, rows, (int)GLU_SILU);
 }
 
 /* v38 (argument "/h"): the LM-head launch of the library (gemv.cu plan_q8,
@@ -529,7 +722,22 @@ static const variant variants[] = {
     V_H("Q4_K", fmt_q4_K), V_H("Q5_K", fmt_q5_K), V_H("Q6_K", fmt_q6_K), V_H("IQ4_NL", fmt_iq4_nl),
     V_H("MXFP4", fmt_mxfp4),
 #undef V_H
+    {"Q4_K/glu-lib", 256, 144, run_glu_lib<fmt_q4_K, 2, 2>}, {"Q6_K/glu-lib", 256, 210, run_glu_lib<fmt_q6_K, 2, 2>},
+    {"Q4_0/glu-lib", 32, 18, run_glu_lib<fmt_q4_0, 1, 4>},
+    {"Q4_K/glu-st4x3", 256, 144, run_glu_stream<fmt_q4_K, 4, 4, 3>},
+    {"Q4_K/glu-st8x3", 256, 144, run_glu_stream<fmt_q4_K, 4, 8, 3>},
+    {"Q4_K/glu-st4x4", 256, 144, run_glu_stream<fmt_q4_K, 4, 4, 4>},
+    {"Q4_K/glu-st8x2", 256, 144, run_glu_stream<fmt_q4_K, 4, 8, 2>},
+    {"Q6_K/glu-st4x3", 256, 210, run_glu_stream<fmt_q6_K, 4, 4, 3>},
+    {"Q4_0/glu-st8x3", 32, 18, run_glu_stream<fmt_q4_0, 4, 8, 3>},
     {"READ/q4k", 256, 144, run_read}, {"READ/q6k", 256, 210, run_read}, {"READ/q8_0", 32, 34, run_read},
+    /* the read floor of every format's bytes (argument "READ/" with LAB_SHAPES=14336x4096) */
+    {"READ/F16", 1, 2, run_read}, {"READ/Q4_0", 32, 18, run_read}, {"READ/Q4_1", 32, 20, run_read},
+    {"READ/Q5_0", 32, 22, run_read}, {"READ/Q5_1", 32, 24, run_read}, {"READ/Q2_K", 256, 84, run_read},
+    {"READ/Q3_K", 256, 110, run_read}, {"READ/Q5_K", 256, 176, run_read}, {"READ/IQ4_XS", 256, 136, run_read},
+    {"READ/MXFP4", 32, 17, run_read}, {"READ/IQ2_XXS", 256, 66, run_read}, {"READ/IQ2_XS", 256, 74, run_read},
+    {"READ/IQ2_S", 256, 82, run_read}, {"READ/IQ3_XXS", 256, 98, run_read}, {"READ/IQ1_S", 256, 50, run_read},
+    {"READ/IQ1_M", 256, 56, run_read}, {"READ/TQ1_0", 256, 54, run_read},
 #undef V_WS
 #undef V_ST
     /* v18 (argument "/fu"): the float path's steps in flight a lane (F16_U is the library's) */
@@ -544,7 +752,7 @@ typedef struct lab_shape {
 
 static const lab_shape shapes[] = {
     {"Llama-3-8B", 4096, 4096},  {"Llama-3-8B", 4096, 1024},   {"Llama-3-8B", 4096, 14336}, {"Llama-3-8B", 14336, 4096},
-    {"Llama-3-8B", 4096, 128256}, {"Qwen2.5-0.5B", 896, 896},  {"Qwen2.5-0.5B", 896, 4864},
+    {"Llama-3-8B", 4096, 128256}, {"Llama-3-8B gate+up", 4096, 28672}, {"Qwen2.5-0.5B", 896, 896},  {"Qwen2.5-0.5B", 896, 4864},
     {"Qwen2.5-0.5B", 4864, 896}, {"Qwen2.5-0.5B", 896, 151936},
 };
 

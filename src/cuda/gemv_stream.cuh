@@ -1,24 +1,27 @@
-/* The staged GEMV: weights come to shared memory by bulk copy (the Hopper
- * copy engine, cp.async.bulk), ST tiles in flight a block, and the warps
- * compute from there.
+/* The staged GEMV, for LM heads: weights come to shared memory by bulk copy
+ * (the Hopper copy engine, cp.async.bulk), ST tiles in flight a block, and
+ * the warps compute from there.
  *
  * Why. The register-fed kernels (gemv_kernels.cuh) hold a warp's weight words
- * in registers between load and dot, so the bytes a warp has in flight end
- * when its loads return, and it issues no more until its dots are done. On
- * the H200 under Nsight Compute the Q4_K split-K kernel on 14336 x 4096 ran
- * at 50% of DRAM bandwidth with its schedulers issuing in 36% of cycles and
- * waiting on loads in half the rest: neither bound, each warp alternating
- * (bench/gpu-decode-notes.md v38). Here one thread asks for a tile (TR whole
- * rows, one contiguous run of bytes) per stage and the copy engine fills it,
- * so the next ST - 1 tiles stream in while the warps compute on one, at the
- * cost of no registers; the first ST tiles are asked for before pdl_wait,
- * since weights do not depend on the kernel before.
+ * in registers between load and dot, so a warp issues no new loads while its
+ * dots run. Here one thread asks for a tile (TR whole rows, one contiguous
+ * run of bytes) per stage and the copy engine fills it while the warps
+ * compute on another, at no register cost; the first ST tiles are asked for
+ * before pdl_wait, since weights do not depend on the kernel before. On the
+ * H200 it wins where the stream is long: an LM head (4096 x 128256 Q4_K 93.2
+ * -> 75.9 us, 92% of copy bandwidth). On the per-layer matrices (9-66 MB) it
+ * ties or loses (14336 x 4096 Q4_K 13.3 -> 18.0 us at best; the gate/up pair
+ * 21.2 either way): there a kernel's ramp and drain, not its loads in
+ * flight, set the time; a kernel that only reads the bytes takes 9.8 us
+ * for those 33 MB (bench/gpu-decode-notes.md v38).
  *
  * Work in a tile: TR rows over WARPS warps. TR >= WARPS: each warp takes TR /
- * WARPS rows whole. TR < WARPS: KS = WARPS / TR warps share a row, their
- * lanes striding its items, and add their parts through shared memory.
- * Activations are read as the other kernels read them (int8 blocks from
- * global memory; they stay in L1). One token.
+ * WARPS rows whole, its lanes adding their items in the order of every
+ * other launch (gemv_kernels.cuh dot_rows), so the bits are the same. TR <
+ * WARPS (the kernel lab's variants): KS = WARPS / TR warps share a row and
+ * add their parts through shared memory. Activations are read as the other
+ * kernels read them (int8 blocks from global memory; they stay in L1). One
+ * token; the fused greedy pick as gemv_q8's.
  */
 #ifndef NIB_CUDA_GEMV_STREAM_CUH
 #define NIB_CUDA_GEMV_STREAM_CUH
@@ -141,83 +144,6 @@ gemv_q8_stream(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float 
         }
     }
     if (best) block_offer_best(best, mine);
-}
-
-/* The per-warp form: each warp streams its own rows through ST stages of its
- * own, a chunk of 32 * U items (whole blocks) a stage, so a chunk is
- * computed as soon as it lands (one item per lane per u) and the next asked
- * for at once: no block barrier, fine-grained like the register kernels, and
- * ST chunks in flight a warp at no register cost. A warp's rows are rows g,
- * g + all warps, ...; its chunk sequence runs on across its rows, so the
- * pipeline does not drain between them. */
-template <class F, int U>
-struct wstream_geo {
-    static constexpr int IPB = F::QK / F::CH;
-    static_assert((32 * U) % IPB == 0, "a chunk of whole blocks");
-    static constexpr int NB = 32 * U / IPB; /* blocks a chunk */
-};
-static inline uint32_t wstream_stage_bytes(int nb, int bytes) { return (uint32_t)((nb * bytes + 15 + 15) / 16 * 16); }
-
-template <class F, int WARPS, int U, int ST>
-__global__ void __launch_bounds__(WARPS * 32)
-gemv_q8_wstream(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int n_in, int n_out,
-                int add, uint32_t stage_bytes) {
-    constexpr int IPB = wstream_geo<F, U>::IPB, NB = wstream_geo<F, U>::NB;
-    extern __shared__ __align__(128) uint8_t stage_all[];
-    __shared__ uint64_t full_all[WARPS][ST];
-    pdl_launch_dependents();
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    uint8_t *stage = stage_all + (size_t)warp * ST * stage_bytes;
-    uint64_t *full = full_all[warp];
-    const int n_blocks = n_in / F::QK, n_chunks = (n_blocks + NB - 1) / NB;
-    const int all_warps = gridDim.x * WARPS;
-    int prow = blockIdx.x * WARPS + warp, pc = 0; /* the next chunk to ask for */
-    auto ask = [&](int s) {                        /* lane 0: chunk (prow, pc) into stage s, then advance */
-        const int nb = min(NB, n_blocks - pc * NB);
-        const uintptr_t start = (uintptr_t)(W + (size_t)prow * row_bytes + (size_t)pc * NB * F::BYTES);
-        const uintptr_t a0 = start & ~(uintptr_t)15, a1 = (start + (size_t)nb * F::BYTES + 15) & ~(uintptr_t)15;
-        mbar_expect(&full[s], (uint32_t)(a1 - a0));
-        bulk_copy(stage + (size_t)s * stage_bytes, (const void *)a0, (uint32_t)(a1 - a0), &full[s]);
-        if (++pc == n_chunks) pc = 0, prow += all_warps;
-    };
-    if (lane == 0) {
-        for (int s = 0; s < ST; s++) mbar_init(&full[s], 1);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        for (int s = 0; s < ST && prow < n_out; s++) ask(s);
-    }
-    __syncwarp();
-    pdl_wait();
-    const double rsp = act_rs_begin(a, lane);
-    int j = 0; /* chunks consumed */
-    for (int row = blockIdx.x * WARPS + warp; row < n_out; row += all_warps) {
-        float acc = 0.0f;
-        const uintptr_t row_start = (uintptr_t)(W + (size_t)row * row_bytes);
-        for (int c = 0; c < n_chunks; c++, j++) {
-            const int s = j % ST;
-            mbar_wait(&full[s], (uint32_t)(j / ST) & 1u);
-            const uintptr_t start = row_start + (size_t)c * NB * F::BYTES;
-            const uint8_t *base = stage + (size_t)s * stage_bytes + (start & 15);
-            const int n_items = min(NB, n_blocks - c * NB) * IPB;
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int it = lane + 32 * u;
-                if (it < n_items) {
-                    const int ib = it / IPB, sub = it % IPB, gb = c * NB + ib;
-                    acc += F::template dot<ld_shared>(base + (size_t)ib * F::BYTES, sub, a.xq + (size_t)gb * F::QK,
-                                                      a.xds + (size_t)gb * (F::QK / 32));
-                }
-            }
-            __syncwarp(); /* every lane is done with stage s */
-            if (lane == 0 && prow < n_out) ask(s);
-        }
-        acc = warp_sum(acc);
-        const float rs = act_rs_end(rsp);
-        if (lane == 0) {
-            float *p = y + row;
-            const float v = acc * rs;
-            *p = add ? *p + v : v;
-        }
-    }
 }
 
 #endif
