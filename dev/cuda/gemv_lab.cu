@@ -33,6 +33,10 @@
  * "pair" times two matrices of different formats in one kernel (v9 below).
  * LAB_SHAPES="14336x4096,4096x4096" (environment) keeps only those shapes;
  * "check-iq" first checks the shared-memory codebooks' bits (v13).
+ * v38: "READ" rows time a kernel that only reads a matrix's bytes (the read
+ * floor of one launch); "/st", "/ws", "/hst" and "/glu-" rows the staged
+ * kernels (weights to shared memory by bulk copy; "check-st" checks their
+ * sums first); "/head" the library's 4-row LM-head launch they replaced.
  */
 #include <cuda_runtime.h>
 #include <stdarg.h>
@@ -288,7 +292,7 @@ gemv_q8_wstream(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float
     };
     if (lane == 0) {
         for (int s = 0; s < ST; s++) mbar_init(&full[s], 1);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        mbar_fence_init();
         for (int s = 0; s < ST && prow < n_out; s++) ask(s);
     }
     __syncwarp();
@@ -379,7 +383,7 @@ glu_stream(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_
     };
     if (threadIdx.x == 0) {
         for (int s = 0; s < ST; s++) mbar_init(&full[s], 1);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        mbar_fence_init();
     }
     __syncthreads();
     if (threadIdx.x == 0)

@@ -229,7 +229,7 @@ static q8_plan plan_q8(const nib_cuda_weight *w, int n_tok, bool best) {
  * 93.3, Q4_1 121.9 -> 78.4, Q5_1 137.8 -> 103.1, Q4_0 81.1 -> 76.2, Q6_K
  * 136.2 -> 124-138 (run to run); 896 x 151936 Q8_0 39.6 -> 36.8, Q4_0 28.1
  * -> 25.4, MXFP4 43.9 -> 39.8. A head whose 3 stages do not fit a block's
- * shared memory keeps the 4-row kernel. */
+ * shared memory, or on a device before sm_90, keeps the 4-row kernel. */
 #define STREAM_ST 3
 template <class F, class = void>
 struct has_ld : std::false_type {};
@@ -258,11 +258,13 @@ static bool stream_setup(nib_cuda_weight *w, nib_error *err) {
         if (!tall) return true;
         const int tr = 16 * w->row_bytes <= (28u << 10) ? 16 : 8;
         const size_t stage = stream_stage_bytes(w->row_bytes, tr);
-        int dev = 0, optin = 0;
+        int dev = 0, optin = 0, major = 0;
         if (!CUDA_OK(cudaGetDevice(&dev), "plan GEMV grid", err) ||
             !CUDA_OK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "plan GEMV grid",
-                     err))
+                     err) ||
+            !CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "plan GEMV grid", err))
             return false;
+        if (major < 9) return true;                                 /* the bulk copy is sm_90's */
         if (STREAM_ST * stage + 1024 > (size_t)optin) return true; /* + its static shared memory */
         return tr == 16 ? stream_setup_tr<F, 16>(w, stage, err) : stream_setup_tr<F, 8>(w, stage, err);
     }

@@ -28,32 +28,46 @@
 
 #include "cuda/gemv_kernels.cuh"
 
+/* The bulk copy and its barriers are sm_90 instructions. Older targets of
+ * a full build compile these helpers as a trap: the launchers take the
+ * staged kernels only on devices of compute capability 9.0 and up. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define NIB_BULK(code) __trap()
+#else
+#define NIB_BULK(code) code
+#endif
+
 __device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
 __device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+    NIB_BULK(asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory"));
+}
+/* makes the initialised barriers visible to the copy engine */
+__device__ __forceinline__ void mbar_fence_init() {
+    NIB_BULK(asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"));
 }
 /* one arrival that also expects `bytes` from the copy engine */
 __device__ __forceinline__ void mbar_expect(uint64_t *bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+    NIB_BULK(asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes)
+                          : "memory"));
 }
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
-    uint32_t done;
+    uint32_t done = 0;
     do {
-        asm volatile(
+        NIB_BULK(asm volatile(
             "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
             : "=r"(done)
             : "r"(smem_u32(bar)), "r"(parity)
-            : "memory");
+            : "memory"));
     } while (!done);
 }
 /* bytes (a multiple of 16) from global src to shared dst (both 16-byte
  * aligned), completing on bar */
 __device__ __forceinline__ void bulk_copy(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     smem_u32(dst)),
-                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
-                 : "memory");
+    NIB_BULK(asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+                              "r"(smem_u32(dst)),
+                          "l"(src), "r"(bytes), "r"(smem_u32(bar))
+                          : "memory"));
 }
 
 /* bytes a stage holds for TR rows: the rows' 16-byte aligned cover */
@@ -82,7 +96,7 @@ gemv_q8_stream(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float 
     };
     if (threadIdx.x == 0) {
         for (int s = 0; s < ST; s++) mbar_init(&full[s], 1);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        mbar_fence_init();
     }
     __syncthreads();
     if (threadIdx.x == 0)
