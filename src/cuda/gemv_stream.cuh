@@ -77,6 +77,9 @@ template <class F, int WARPS, int TR, int ST>
 __global__ void __launch_bounds__(WARPS * 32)
 gemv_q8_stream(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int n_in, int n_out,
                int add, uint32_t stage_bytes, unsigned long long *best) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+    __trap(); /* never launched before sm_90 (gemv.cu stream_setup); nothing to compile there */
+#else
     constexpr int RW = TR >= WARPS ? TR / WARPS : 1, KS = TR >= WARPS ? 1 : WARPS / TR;
     static_assert(TR >= WARPS ? TR % WARPS == 0 : WARPS % TR == 0, "whole rows a warp or whole warps a row");
     extern __shared__ __align__(128) uint8_t stage[];
@@ -158,6 +161,7 @@ gemv_q8_stream(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float 
         }
     }
     if (best) block_offer_best(best, mine);
+#endif
 }
 
 #endif
