@@ -122,6 +122,13 @@ if "$nib" bench synth:tiny-llama:Q4_0 -p 16 -n 8 -r 2 -t 1 --device cpu >"$tmp/o
     grep -qE '^\| synth:tiny-llama:Q4_0 \| cpu .* \| tg8 \| [0-9.]+' "$tmp/out" && grep -q "roofline" "$tmp/out" \
         && ok "bench synth:tiny-llama:Q4_0 on the CPU: speeds and roofline" || bad "bench synth output: $(cat "$tmp/out")"
 else bad "bench synth:tiny-llama:Q4_0 failed: $(tail -2 "$tmp/err")"; fi
+grep -q "training context" "$tmp/err" && bad "bench within the training context warns: $(cat "$tmp/err")" \
+    || ok "bench within the training context: no context warning"
+# a context past the model's training context (tiny-llama: 2048) runs, as in llama.cpp, with a warning
+if "$nib" bench synth:tiny-llama:Q4_0 -p 0 -n 8 -r 1 -d 2045 -t 1 --device cpu >"$tmp/out" 2>"$tmp/err"; then
+    grep -q "a context of 2054 positions is longer than the model's training context (2048)" "$tmp/err" \
+        && ok "bench -d past the training context: warns and runs" || bad "context warning: $(cat "$tmp/err")"
+else bad "bench -d 2045 failed: $(tail -2 "$tmp/err")"; fi
 if "$nib" bench synth:nope:Q4_0 -p 1 -n 1 -r 1 2>"$tmp/err"; then bad "bench synth with a bad shape exits 0"
 else grep -q "synth:SHAPE:TYPE" "$tmp/err" && ok "bench synth: bad spec names the form" || bad "bench bad synth: $(cat "$tmp/err")"; fi
 if "$nib" info | grep -q "^cuda: unavailable"; then

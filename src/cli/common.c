@@ -217,6 +217,13 @@ int cli_session_open(cli_session *s, const cli_opts *o, bool with_ctx) {
         if (nib_ctx_device(s->ctx) == NIB_DEVICE_CUDA)
             fprintf(stderr, "nib: running on the GPU (%.1f MiB of device memory)\n",
                     (double)nib_ctx_device_bytes(s->ctx) / (1 << 20));
+        /* as llama.cpp: allowed, but said (RoPE past the trained positions) */
+        const int32_t train = s->model->hp.n_ctx_train, n_ctx = nib_ctx_n_ctx(s->ctx);
+        if (train > 0 && n_ctx > train)
+            fprintf(stderr,
+                    "nib: warning: a context of %d positions is longer than the model's training context (%d); "
+                    "output past position %d may degrade\n",
+                    n_ctx, train, train);
     }
     const nib_hparams *hp = &s->model->hp;
     fprintf(stderr, "nib: %s, %d layers, %d embd, %d heads (%d kv), vocab %d, %.1f MiB of weights; loaded in %.2f s\n",
