@@ -156,6 +156,15 @@ static int persistent_blocks(K kernel, int threads) {
     return sm_count * (per_sm > 0 ? per_sm : 1);
 }
 
+/* a call's first launch: x quantized to int8 blocks, and the kernels' view of them */
+static act_q8 lab_act(const lab_ctx *c) {
+    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
+           c->sc);
+    act_q8 a;
+    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
+    return a;
+}
+
 /* v1 (call it w4r1): the first library kernel, one warp per row, one block per
  * 4 rows. wWrR[p]: W warps per block, R rows per warp, p = persistent grid. */
 template <class F, int W, int R, bool P, int U = 2>
@@ -164,10 +173,7 @@ static void run_q8(const lab_ctx *c) {
     if (P && !most) most = persistent_blocks(gemv_q8<F, W, R, U, 1>, W * 32);
     int grid = CEIL_DIV(c->n_out, W * R);
     if (P && grid > most) grid = most;
-    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
-           c->sc);
-    act_q8 a;
-    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
+    const act_q8 a = lab_act(c);
     if (c->n_in / F::CH >= 32 * U) /* as gemv.cu's launcher: U = 1 for rows shorter than one pass */
         launch(gemv_q8<F, W, R, U, 1>, grid, W * 32, c->st, c->W, c->row_bytes, a, c->y, c->n_out, c->n_in, c->n_out, 0,
                (unsigned long long *)NULL);
@@ -212,10 +218,7 @@ static void run_q8_ksplit(const lab_ctx *c) {
     if (!most) most = persistent_blocks(gemv_q8_ks<F, W, R, U, KS>, W * 32);
     int grid = CEIL_DIV(c->n_out, (W / KS) * R);
     if (grid > most) grid = most;
-    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
-           c->sc);
-    act_q8 a;
-    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
+    const act_q8 a = lab_act(c);
     launch(gemv_q8_ks<F, W, R, U, KS>, grid, W * 32, c->st, c->W, c->row_bytes, a, c->y, c->n_in, c->n_out, 0);
 }
 
@@ -241,10 +244,7 @@ static void run_stream(const lab_ctx *c) {
     }
     int grid = CEIL_DIV(c->n_out, TR);
     if (grid > most) grid = most;
-    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
-           c->sc);
-    act_q8 a;
-    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
+    const act_q8 a = lab_act(c);
     if (lab_pdl)
         CK(pdl_launch(gemv_q8_stream<F, W, TR, ST>, dim3(grid), dim3(W * 32), sb * ST, c->st, c->W, c->row_bytes, a,
                       c->y, c->n_in, c->n_out, 0, sb, (unsigned long long *)NULL));
@@ -345,10 +345,7 @@ static void run_wstream(const lab_ctx *c) {
     }
     int grid = CEIL_DIV(c->n_out, W);
     if (grid > most) grid = most;
-    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
-           c->sc);
-    act_q8 a;
-    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
+    const act_q8 a = lab_act(c);
     if (lab_pdl)
         CK(pdl_launch(gemv_q8_wstream<F, W, U, ST>, dim3(grid), dim3(W * 32), smem, c->st, c->W, c->row_bytes, a, c->y,
                       c->n_in, c->n_out, 0, sb));
@@ -381,14 +378,7 @@ glu_stream(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_
         bulk_copy(stage + (size_t)s * 2 * cover, (const void *)g0, (uint32_t)(g1 - g0), &full[s]);
         bulk_copy(stage + (size_t)s * 2 * cover + cover, (const void *)u0, (uint32_t)(u1 - u0), &full[s]);
     };
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < ST; s++) mbar_init(&full[s], 1);
-        mbar_fence_init();
-    }
-    __syncthreads();
-    if (threadIdx.x == 0)
-        for (int s = 0; s < ST; s++)
-            if (blockIdx.x + s * gridDim.x < n_tiles) ask(blockIdx.x + s * gridDim.x, s);
+    stages_start<ST>(full, n_tiles, ask);
     pdl_wait();
     const double rsp = act_rs_begin(a, lane);
     constexpr int IPB = F::QK / F::CH;
@@ -444,10 +434,7 @@ static void run_glu_stream(const lab_ctx *c) {
     }
     int grid = CEIL_DIV(rows, TR);
     if (grid > most) grid = most;
-    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
-           c->sc);
-    act_q8 a;
-    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
+    const act_q8 a = lab_act(c);
     const uint8_t *Wu = c->W + (size_t)rows * c->row_bytes;
     if (lab_pdl)
         CK(pdl_launch(glu_stream<F, W, TR, ST>, dim3(grid), dim3(W * 32), 2 * cover * ST, c->st, c->W, Wu, c->row_bytes,
@@ -465,10 +452,7 @@ static void run_glu_lib(const lab_ctx *c) {
     const int rows = c->n_out / 2;
     int grid = CEIL_DIV(rows, 4 * R);
     if (grid > most) grid = most;
-    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
-           c->sc);
-    act_q8 a;
-    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
+    const act_q8 a = lab_act(c);
     launch(gemv_q8_glu<F, 4, R, U, 1>, grid, 128, c->st, c->W, c->W + (size_t)rows * c->row_bytes, c->row_bytes, a,
            c->y, rows, c->n_in, rows, (int)GLU_SILU);
 }
@@ -482,10 +466,7 @@ static void run_head(const lab_ctx *c) {
     if (!most) most = persistent_blocks(gemv_q8<F, 4, 4, 1, 1>, 128);
     int grid = CEIL_DIV(c->n_out, 16);
     if (grid > most) grid = most;
-    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
-           c->sc);
-    act_q8 a;
-    a.xq = c->xq, a.xds = c->xds, a.qs_stride = c->n_in, a.n_tok = 1, a.sc = c->sc;
+    const act_q8 a = lab_act(c);
     launch(gemv_q8<F, 4, 4, 1, 1>, grid, 128, c->st, c->W, c->row_bytes, a, c->y, c->n_out, c->n_in, c->n_out, 0,
            (unsigned long long *)NULL);
 }
@@ -512,8 +493,7 @@ __global__ void __launch_bounds__(256) read_only(const uint4 *__restrict__ p, si
 static void run_read(const lab_ctx *c) {
     static int most = 0;
     if (!most) most = persistent_blocks(read_only, 256);
-    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
-           c->sc);
+    (void)lab_act(c); /* the call's quantize, as the GEMVs' calls have it */
     launch(read_only, most, 256, c->st, (const uint4 *)c->W, c->row_bytes * c->n_out / 16, c->y);
 }
 
@@ -533,11 +513,7 @@ static struct {
 } pair_geo;
 static const int PAIR_QK = 5120, PAIR_V = 1024, PAIR_K = 4096;
 static int imin(int a, int b) { return a < b ? a : b; }
-static void pair_act(const lab_ctx *c, act_q8 *a) {
-    launch(quantize_act_q8, CEIL_DIV(c->n_in, 256), 256, c->st, (const float *)c->x, c->xq, c->xds, c->n_in, 1, c->n_in,
-           c->sc);
-    a->xq = c->xq, a->xds = c->xds, a->qs_stride = c->n_in, a->n_tok = 1, a->sc = c->sc;
-}
+static void pair_act(const lab_ctx *c, act_q8 *a) { *a = lab_act(c); }
 static void run_pair_two(const lab_ctx *c) {
     act_q8 a;
     pair_act(c, &a);
@@ -886,14 +862,15 @@ static void check_same(const char *name, float *x, int8_t *xq, float2 *xds, act_
     CK(cudaFree(y2));
 }
 
-/* v38: the staged kernel against the library's plain kernel on the same
+/* v38: a staged kernel against the library's plain kernel on the same
  * blocks, at a shape of whole tiles and one with a partial last tile and a
  * row start off 16 bytes (Q6_K: 210-byte blocks): the sums run in another
  * order, so the bound is on |y - y_lib| / max |y_lib|: fp32 rounding of
- * sums of ~10^4 terms, well under 1e-5 */
-template <class F, int WS, int TR, int ST>
-static void check_stream(const char *name, float *x, int8_t *xq, float2 *xds, act_scale *sc, float *y, int d_off,
-                         int k, int n) {
+ * sums of ~10^4 terms, well under 1e-5. run(W, row_bytes, a, y, k, n)
+ * launches the staged kernel. */
+template <class F, class Run>
+static void check_staged(const char *name, float *x, int8_t *xq, float2 *xds, act_scale *sc, float *y, int d_off,
+                         int k, int n, Run run) {
     const size_t row_bytes = (size_t)(k / F::QK) * F::BYTES;
     uint8_t *W;
     float *y2;
@@ -907,10 +884,7 @@ static void check_stream(const char *name, float *x, int8_t *xq, float2 *xds, ac
     a.xq = xq, a.xds = xds, a.qs_stride = k, a.n_tok = 1, a.sc = sc;
     gemv_q8<F, 4, 1, 1, 1><<<CEIL_DIV(n, 4), 128>>>(W, row_bytes, a, y, n, k, n, 0, (unsigned long long *)NULL);
     CK(cudaMemset(y2, 0xFF, sizeof(float) * n)); /* NaN: an unwritten output shows */
-    const uint32_t sb = (uint32_t)stream_stage_bytes(row_bytes, TR);
-    CK(cudaFuncSetAttribute(gemv_q8_stream<F, WS, TR, ST>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(sb * ST)));
-    const int grid = CEIL_DIV(n, TR) < 2 * sm_count ? CEIL_DIV(n, TR) : 2 * sm_count;
-    gemv_q8_stream<F, WS, TR, ST><<<grid, WS * 32, sb * ST>>>(W, row_bytes, a, y2, k, n, 0, sb, (unsigned long long *)NULL);
+    run(W, row_bytes, a, y2, k, n);
     CK_LAUNCH("stream check");
     CK(cudaDeviceSynchronize());
     float *h1 = (float *)malloc(sizeof(float) * n), *h2 = (float *)malloc(sizeof(float) * n);
@@ -930,46 +904,31 @@ static void check_stream(const char *name, float *x, int8_t *xq, float2 *xds, ac
     CK(cudaFree(W));
     CK(cudaFree(y2));
 }
-
+/* the tile form (gemv_q8_stream) and the per-warp form (gemv_q8_wstream), on a grid of 2 blocks an SM */
+template <class F, int WS, int TR, int ST>
+static void check_stream(const char *name, float *x, int8_t *xq, float2 *xds, act_scale *sc, float *y, int d_off,
+                         int k, int n) {
+    check_staged<F>(name, x, xq, xds, sc, y, d_off, k, n,
+                    [](const uint8_t *W, size_t rb, act_q8 a, float *y2, int kk, int nn) {
+                        const uint32_t sb = (uint32_t)stream_stage_bytes(rb, TR);
+                        CK(cudaFuncSetAttribute(gemv_q8_stream<F, WS, TR, ST>,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(sb * ST)));
+                        const int grid = CEIL_DIV(nn, TR) < 2 * sm_count ? CEIL_DIV(nn, TR) : 2 * sm_count;
+                        gemv_q8_stream<F, WS, TR, ST><<<grid, WS * 32, sb * ST>>>(W, rb, a, y2, kk, nn, 0, sb,
+                                                                                   (unsigned long long *)NULL);
+                    });
+}
 template <class F, int WS, int U, int ST>
 static void check_wstream(const char *name, float *x, int8_t *xq, float2 *xds, act_scale *sc, float *y, int d_off,
-                         int k, int n) {
-    const size_t row_bytes = (size_t)(k / F::QK) * F::BYTES;
-    uint8_t *W;
-    float *y2;
-    CK(cudaMalloc(&W, row_bytes * n + 256));
-    CK(cudaMalloc(&y2, sizeof(float) * n));
-    fill_random<<<2048, 256>>>((uint32_t *)W, (row_bytes * n + 256) / 4, 91u);
-    set_d<<<1024, 256>>>(W, (size_t)n * (k / F::QK), F::BYTES, d_off);
-    if (d_off == 0) set_d<<<1024, 256>>>(W + 2, (size_t)n * (k / F::QK), F::BYTES, 0); /* dmin too */
-    quantize_act_q8<<<CEIL_DIV(k, 256), 256>>>(x, xq, xds, k, 1, k, sc);
-    act_q8 a;
-    a.xq = xq, a.xds = xds, a.qs_stride = k, a.n_tok = 1, a.sc = sc;
-    gemv_q8<F, 4, 1, 1, 1><<<CEIL_DIV(n, 4), 128>>>(W, row_bytes, a, y, n, k, n, 0, (unsigned long long *)NULL);
-    CK(cudaMemset(y2, 0xFF, sizeof(float) * n)); /* NaN: an unwritten output shows */
-    const uint32_t sb = wstream_stage_bytes(wstream_geo<F, U>::NB, F::BYTES);
-    CK(cudaFuncSetAttribute(gemv_q8_wstream<F, WS, U, ST>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            (int)(sb * ST * WS)));
-    const int grid = CEIL_DIV(n, WS) < 2 * sm_count ? CEIL_DIV(n, WS) : 2 * sm_count;
-    gemv_q8_wstream<F, WS, U, ST><<<grid, WS * 32, sb * ST * WS>>>(W, row_bytes, a, y2, k, n, 0, sb);
-    CK_LAUNCH("stream check");
-    CK(cudaDeviceSynchronize());
-    float *h1 = (float *)malloc(sizeof(float) * n), *h2 = (float *)malloc(sizeof(float) * n);
-    CK(cudaMemcpy(h1, y, sizeof(float) * n, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(h2, y2, sizeof(float) * n, cudaMemcpyDeviceToHost));
-    double mx = 0.0, err = 0.0;
-    int bad = 0;
-    for (int i = 0; i < n; i++) {
-        if (!isfinite(h2[i])) bad++;
-        mx = fabs(h1[i]) > mx ? fabs(h1[i]) : mx;
-        err = fabs(h1[i] - h2[i]) > err ? fabs(h1[i] - h2[i]) : err;
-    }
-    const bool ok = bad == 0 && mx > 0.0 && err <= 1e-5 * mx;
-    printf("%s check (%dx%d): max |diff| %.3g of max |y| %.3g, %d not finite (%s)\n", name, k, n, err, mx, bad,
-           ok ? "ok" : "DIFFER");
-    free(h1), free(h2);
-    CK(cudaFree(W));
-    CK(cudaFree(y2));
+                          int k, int n) {
+    check_staged<F>(name, x, xq, xds, sc, y, d_off, k, n,
+                    [](const uint8_t *W, size_t rb, act_q8 a, float *y2, int kk, int nn) {
+                        const uint32_t sb = wstream_stage_bytes(wstream_geo<F, U>::NB, F::BYTES);
+                        CK(cudaFuncSetAttribute(gemv_q8_wstream<F, WS, U, ST>,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(sb * ST * WS)));
+                        const int grid = CEIL_DIV(nn, WS) < 2 * sm_count ? CEIL_DIV(nn, WS) : 2 * sm_count;
+                        gemv_q8_wstream<F, WS, U, ST><<<grid, WS * 32, sb * ST * WS>>>(W, rb, a, y2, kk, nn, 0, sb);
+                    });
 }
 
 /* v39, ready to run (argument "phases"): is a layer's chain of launches

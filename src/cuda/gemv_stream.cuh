@@ -70,6 +70,21 @@ __device__ __forceinline__ void bulk_copy(void *dst, const void *src, uint32_t b
                           : "memory"));
 }
 
+/* A block's start on a tiled stream: thread 0 sets up the ST stage
+ * barriers, then asks for the block's first ST tiles (blockIdx.x, + gridDim.x,
+ * ...; ask(t, s) puts tile t into stage s). */
+template <int ST, class Ask>
+__device__ __forceinline__ void stages_start(uint64_t (&full)[ST], int n_tiles, Ask ask) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < ST; s++) mbar_init(&full[s], 1);
+        mbar_fence_init();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int s = 0; s < ST; s++)
+            if (blockIdx.x + s * gridDim.x < n_tiles) ask(blockIdx.x + s * gridDim.x, s);
+}
+
 /* bytes a stage holds for TR rows: the rows' 16-byte aligned cover */
 static inline size_t stream_stage_bytes(size_t row_bytes, int tr) { return (tr * row_bytes + 15 + 15) / 16 * 16; }
 
@@ -97,14 +112,7 @@ gemv_q8_stream(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float 
         mbar_expect(&full[s], (uint32_t)(a1 - a0));
         bulk_copy(stage + (size_t)s * stage_bytes, (const void *)a0, (uint32_t)(a1 - a0), &full[s]);
     };
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < ST; s++) mbar_init(&full[s], 1);
-        mbar_fence_init();
-    }
-    __syncthreads();
-    if (threadIdx.x == 0)
-        for (int s = 0; s < ST; s++)
-            if (blockIdx.x + s * gridDim.x < n_tiles) ask(blockIdx.x + s * gridDim.x, s);
+    stages_start<ST>(full, n_tiles, ask);
     pdl_wait();
     const double rsp = act_rs_begin(a, lane);
     constexpr int IPB = F::QK / F::CH;
