@@ -215,8 +215,8 @@ int cli_session_open(cli_session *s, const cli_opts *o, bool with_ctx) {
             return 1;
         }
         if (nib_ctx_device(s->ctx) == NIB_DEVICE_CUDA)
-            fprintf(stderr, "nib: running on the GPU (%.1f MiB of device memory)\n",
-                    (double)nib_ctx_device_bytes(s->ctx) / (1 << 20));
+            fprintf(stderr, "nib: running on the GPU (%.1f MiB of device memory); prompts: %s\n",
+                    (double)nib_ctx_device_bytes(s->ctx) / (1 << 20), nib_ctx_prompt_path(s->ctx));
         /* as llama.cpp: allowed, but said (RoPE past the trained positions) */
         const int32_t train = s->model->hp.n_ctx_train, n_ctx = nib_ctx_n_ctx(s->ctx);
         if (train > 0 && n_ctx > train)

@@ -68,5 +68,13 @@ static inline size_t cuda_act_scale_off(int64_t n, int n_tok) {
 bool cuda_gemv_image_ok(char *reason, size_t reason_size);
 /* gemv.cu: the launch grid for this weight on the current device (at upload) */
 bool cuda_gemv_plan(nib_cuda_weight *w, nib_error *err);
+/* dequant.cu: the whole matrix as fp16 (n_out rows of n_in) in out, 16-byte
+ * aligned: the reference decoder's values rounded to fp16; for the types
+ * nib_cuda_has_get_rows takes */
+nib_status cuda_dequant_f16(const nib_cuda_weight *w, void *out, cudaStream_t st, nib_error *err);
+/* gemv.cu: h = act(g) * u over n floats (h may alias g), the GLU's
+ * elementwise half for products made apart (gemm.cu) */
+nib_status cuda_glu_rows(const float *g, const float *u, float *h, int64_t n, nib_cuda_glu glu, cudaStream_t st,
+                         nib_error *err);
 
 #endif

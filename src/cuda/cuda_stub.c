@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda.h"
+#include "cuda/cuda_gemm.h"
 #include "cuda/cuda_ops.h"
 
 #define NOT_BUILT "CUDA not compiled into this build (no nvcc at build time, or NIB_CUDA=0)"
@@ -182,3 +183,24 @@ nib_status nib_cuda_sample(const float *logits, int n_vocab, const nib_cuda_samp
         (void)stream;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }
+
+nib_status nib_cuda_blas_new(int64_t max_elems, int64_t max_act, nib_cuda_blas **out, char *why, size_t why_size,
+                             nib_error *err) {
+    (void)max_elems, (void)max_act, (void)err;
+    if (out) *out = NULL;
+    say(why, why_size);
+    return NIB_OK;
+}
+void nib_cuda_blas_free(nib_cuda_blas *g) { (void)g; }
+bool nib_cuda_blas_takes(const nib_cuda_blas *g, const nib_cuda_weight *w) { (void)g, (void)w; return false; }
+nib_status nib_cuda_gemm(nib_cuda_blas *g, const nib_cuda_weight *w, const float *x, int n_tok, float *y, bool add,
+                         void *stream, nib_error *err) {
+    (void)g, (void)w, (void)x, (void)n_tok, (void)y, (void)add, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+nib_status nib_cuda_gemm_glu(nib_cuda_blas *g, const nib_cuda_weight *gate, const nib_cuda_weight *up, const float *x,
+                             int n_tok, nib_cuda_glu glu, float *h, float *tmp, void *stream, nib_error *err) {
+    (void)g, (void)gate, (void)up, (void)x, (void)n_tok, (void)glu, (void)h, (void)tmp, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+const char *nib_cuda_blas_name(void) { return NOT_BUILT; }

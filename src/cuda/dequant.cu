@@ -26,6 +26,7 @@
  * bits as core/fp16.h does (a NaN keeps its payload), and denormals are kept
  * (the build never passes -ftz or --use_fast_math).
  */
+#include <cuda_fp16.h>
 #include <stdio.h>
 
 #include "cuda/cuda_dequant.h"
@@ -530,6 +531,55 @@ get_rows(const uint8_t *__restrict__ W, size_t row_bytes, int n_in, int n_out, c
     }
 }
 
+/* Whole matrices to fp16, for the prompt GEMM (gemm.cu). The matrix is a
+ * run of pieces in row-major order (row r's piece p is piece r * n_pieces_row
+ * + p, its elements at 32 times that), so a block's DQ16_THREADS consecutive
+ * pieces are one contiguous stretch of the output: each thread decodes its
+ * piece into shared memory as fp16, then the block writes the stretch with
+ * 16-byte stores, consecutive threads at consecutive addresses. (get_rows'
+ * own stores, a float4 per thread 128 bytes apart, are what a row lookup
+ * needs; over a whole matrix they wrote at ~1 TB/s.) The values are the
+ * reference decoder's, then rounded to fp16. */
+#define DQ16_THREADS 128
+template <class D>
+__global__ void __launch_bounds__(DQ16_THREADS)
+dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int n_pieces_row, int64_t n_pieces,
+            __half *__restrict__ out) {
+    constexpr int PPB = D::QK / D::PE;
+    __shared__ __align__(16) __half tile[DQ16_THREADS * D::PE];
+    for (int64_t base = (int64_t)blockIdx.x * DQ16_THREADS; base < n_pieces;
+         base += (int64_t)gridDim.x * DQ16_THREADS) {
+        const int64_t P = base + threadIdx.x;
+        if (P < n_pieces) {
+            const int64_t row = P / n_pieces_row;
+            const int p = (int)(P - row * n_pieces_row);
+            float v[D::PE];
+            D::dec(W + (size_t)row * row_bytes + (size_t)(p / PPB) * D::BYTES, p % PPB, v);
+            __half *t = tile + threadIdx.x * D::PE;
+            if constexpr (D::PE % 8 == 0) {
+#pragma unroll
+                for (int j = 0; j < D::PE; j += 8) {
+                    const __half2 a = __floats2half2_rn(v[j], v[j + 1]), b = __floats2half2_rn(v[j + 2], v[j + 3]),
+                                  c = __floats2half2_rn(v[j + 4], v[j + 5]), d = __floats2half2_rn(v[j + 6], v[j + 7]);
+                    uint4 q;
+                    q.x = *(const uint32_t *)&a, q.y = *(const uint32_t *)&b, q.z = *(const uint32_t *)&c,
+                    q.w = *(const uint32_t *)&d;
+                    *(uint4 *)(t + j) = q;
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < D::PE; j++) t[j] = __float2half_rn(v[j]);
+            }
+        }
+        __syncthreads();
+        const int64_t n_h = (n_pieces - base < DQ16_THREADS ? n_pieces - base : DQ16_THREADS) * D::PE;
+        __half *o = out + base * D::PE; /* 16-byte aligned: base is a multiple of 128 pieces */
+        for (int64_t i = threadIdx.x; i < n_h / 8; i += DQ16_THREADS) ((uint4 *)o)[i] = ((const uint4 *)tile)[i];
+        for (int64_t i = n_h / 8 * 8 + threadIdx.x; i < n_h; i += DQ16_THREADS) o[i] = tile[i];
+        __syncthreads();
+    }
+}
+
 /* ---- launchers and the table ---------------------------------------------------------- */
 
 typedef struct get_rows_args {
@@ -542,6 +592,16 @@ typedef struct get_rows_args {
 } get_rows_args;
 
 typedef void (*get_rows_launch_fn)(const get_rows_args *a);
+typedef void (*dequant_f16_fn)(const nib_cuda_weight *w, __half *out, cudaStream_t st);
+
+template <class D>
+static void launch_dequant_f16(const nib_cuda_weight *w, __half *out, cudaStream_t st) {
+    const int n_pieces_row = (int)(w->n_in / D::PE);
+    const int64_t n_pieces = (int64_t)n_pieces_row * w->n_out;
+    const int64_t blocks = CEIL_DIV(n_pieces, DQ16_THREADS);
+    dequant_f16<D><<<(unsigned)(blocks < (1 << 20) ? blocks : (1 << 20)), DQ16_THREADS, 0, st>>>(
+        w->dev, w->row_bytes, n_pieces_row, n_pieces, out);
+}
 
 template <class D>
 static void launch_get_rows(const get_rows_args *a) {
@@ -557,13 +617,14 @@ typedef struct get_rows_row {
     const char *kernel;     /* for error messages */
     int piece;              /* elements per piece: 32 (out must be 16-byte aligned) or 1 */
     get_rows_launch_fn launch;
+    dequant_f16_fn launch_f16;
 } get_rows_row;
 
 /* One row per format with a device decoder. To add a format: write its dq_
  * struct above, transcribing the reference decoder in src/quant/, and add a
  * row; tests/gpu/test_gpu_dequant.c checks it bit for bit on the next GPU run.
  * Q8_1 and Q8_K are activation formats no model stores weights in. */
-#define ROW(T, NAME, D) {NIB_TYPE_##T, "get_rows<" NAME ">", D::PE, launch_get_rows<D>}
+#define ROW(T, NAME, D) {NIB_TYPE_##T, "get_rows<" NAME ">", D::PE, launch_get_rows<D>, launch_dequant_f16<D>}
 
 static const get_rows_row get_rows_rows[] = {
     ROW(F32, "f32", dq_f32),
@@ -631,4 +692,16 @@ extern "C" nib_status nib_cuda_get_rows(const nib_cuda_weight *w, const int32_t 
         return err ? err->status : NIB_ERR_IO;
     }
     return NIB_OK;
+}
+
+nib_status cuda_dequant_f16(const nib_cuda_weight *w, void *out, cudaStream_t st, nib_error *err) {
+    const get_rows_row *r = w ? get_rows_row_get(w->type) : NULL;
+    if (!r || !out || ((uintptr_t)out & 15) != 0 || w->n_in % r->piece != 0)
+        return nib_error_set(err, NIB_ERR_ARG, "cuda_dequant_f16: no decoder for %s, out NULL or not 16-byte aligned, or "
+                             "rows not whole pieces", w ? nib_type_name(w->type) : "a NULL weight");
+    r->launch_f16(w, (__half *)out, st);
+    char what[160];
+    snprintf(what, sizeof what, "launch of dequant_f16 (%s, n_in %lld, n_out %lld)", nib_type_name(w->type),
+             (long long)w->n_in, (long long)w->n_out);
+    return cuda_launch_status(cudaGetLastError(), what, err);
 }

@@ -609,6 +609,15 @@ extern "C" nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib
                          "glu_rows", gate, n_tok, err);
 }
 
+nib_status cuda_glu_rows(const float *g, const float *u, float *h, int64_t n, nib_cuda_glu glu, cudaStream_t st,
+                         nib_error *err) {
+    const int act_kind = glu == NIB_CUDA_GLU_SILU ? GLU_SILU : GLU_GELU_TANH;
+    const cudaError_t e = pdl_launch(glu_rows, dim3((unsigned)CEIL_DIV(n, 256)), dim3(256), 0, st, g, u, h, n, act_kind);
+    char what[64];
+    snprintf(what, sizeof what, "launch of glu_rows (%lld values)", (long long)n);
+    return cuda_launch_status(e, what, err);
+}
+
 /* ---- two matrices of one activation row in one launch ------------------------ */
 
 /* The pair kernel (gemv_kernels.cuh gemv_q8_pair) runs two matrices' bodies

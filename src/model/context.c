@@ -155,6 +155,7 @@ uint64_t nib_ctx_kv_bytes(const nib_ctx *c) {
 }
 nib_device nib_ctx_device(const nib_ctx *c) { return c->gpu ? NIB_DEVICE_CUDA : NIB_DEVICE_CPU; }
 uint64_t nib_ctx_device_bytes(const nib_ctx *c) { return c->gpu ? nib_gpu_device_bytes(c->gpu) : 0; }
+const char *nib_ctx_prompt_path(const nib_ctx *c) { return c->gpu ? nib_gpu_prompt_path(c->gpu) : NULL; }
 
 const float *nib_ctx_logits(nib_ctx *c) {
     if (c->gpu && c->logits_stale) {

@@ -15,6 +15,10 @@
  *     down projection                            residual add fused unless a post-norm follows
  *   final RMSNorm (last row), LM head, softcap, argmax on the device.
  *
+ * A prompt chunk of at least GEMM_MIN_TOKENS tokens runs its projections as
+ * cuBLAS GEMMs on weights decoded per matrix (cuda_gemm.h) where cuBLAS
+ * loads, else as the batched GEMV like shorter chunks.
+ *
  * Decode (one token) is captured once per context bucket (the attention's
  * split grid depends on the bound max_len) and replayed: the token id and
  * position reach the device by a captured copy from pinned memory, the
@@ -31,6 +35,7 @@
 #include "cuda/cuda.h"
 #include "cuda/cuda_attention.h"
 #include "cuda/cuda_dequant.h"
+#include "cuda/cuda_gemm.h"
 #include "cuda/cuda_ops.h"
 #include "cuda/cuda_sample.h"
 
@@ -88,7 +93,21 @@ struct nib_gpu {
     uint64_t dev_bytes;
     bool have_out;
     bool head_defer;                 /* the final norm may defer its 1/rms to the LM head */
+    nib_cuda_blas *gemm;             /* prompt chunks as GEMMs, or NULL (gemm_why says why) */
+    char gemm_why[160];
 };
+
+/* Prompt chunks of at least this many tokens go to the GEMM. A chunk on it
+ * costs about the same whatever its tokens up to a few dozen (decoding
+ * every matrix to fp16 dominates), the batched GEMV about the same per
+ * token. H200, `nib bench synth:... -p N -n 0`, pp t/s, GEMV -> GEMM:
+ * Llama-3-8B Q4_K_M pp32 989 -> 2,371, pp48 1,009 -> 3,450; Qwen2.5-0.5B
+ * Q4_K_M pp32 11,708 -> 13,033, pp48 13,317 -> 19,906; Llama-3.2-1B pp32
+ * 6,116 -> 11,786 (bench/results/2026-12-01-h200-prefill-gemm.md). The
+ * small models' crossover lies near 28 tokens, the 8B's lower. */
+#ifndef GEMM_MIN_TOKENS /* (a -D sets it for measuring the crossover) */
+#define GEMM_MIN_TOKENS 32
+#endif
 
 /* ---- setup ------------------------------------------------------------------------ */
 
@@ -221,6 +240,35 @@ static uint64_t weight_bytes(const nib_model *m) {
     return m->weight_bytes + (m->output.data != m->tok_embd.data ? matrix_bytes(&m->tok_embd) : 0);
 }
 
+/* The prompt GEMM's fp16 scratch holds the largest per-layer matrix (the
+ * LM head runs one row, on the GEMV) and a chunk of the widest input;
+ * without room, or without cuBLAS, the batched GEMV takes every chunk and
+ * gemm_why says why. */
+static nib_status gemm_setup(nib_gpu *g, nib_error *err) {
+    if (g->n_batch < GEMM_MIN_TOKENS) {
+        snprintf(g->gemm_why, sizeof g->gemm_why, "batches of %d tokens are below %d", g->n_batch, GEMM_MIN_TOKENS);
+        return NIB_OK;
+    }
+    int64_t elems = 1, width = 1;
+    for (int il = 0; il < g->m->hp.n_layer; il++) {
+        const nib_layer *l = &g->m->layers[il];
+        /* Q, K and V may be one fused matrix: their rows together */
+        const int64_t qkv = l->wq.ne[1] + l->wk.ne[1] + l->wv.ne[1];
+        const int64_t shapes[][2] = {{l->wq.ne[0], qkv}, {l->wo.ne[0], l->wo.ne[1]}, {l->gate.ne[0], l->gate.ne[1]},
+                                     {l->up.ne[0], l->up.ne[1]}, {l->down.ne[0], l->down.ne[1]}};
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            if (shapes[i][0] * shapes[i][1] > elems) elems = shapes[i][0] * shapes[i][1];
+            if (shapes[i][0] > width) width = shapes[i][0];
+        }
+    }
+    const int64_t act = width * g->n_batch;
+    nib_status s = nib_cuda_blas_new(elems, act, &g->gemm, g->gemm_why, sizeof g->gemm_why, err);
+    if (s == NIB_OK && g->gemm) g->dev_bytes += (uint64_t)(elems + act) * 2;
+    return s;
+}
+
+const char *nib_gpu_prompt_path(const nib_gpu *g) { return g->gemm ? nib_cuda_blas_name() : g->gemm_why; }
+
 nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_error *err) {
     const nib_hparams *hp = &m->hp;
     char why[256];
@@ -325,6 +373,7 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
     /* the attention's merge counters start at zero and every call leaves them
      * there (cuda_attention.h) */
     if (attn && (nib_cuda_fill_f32(g->attn_scratch, 0.0f, attn / 4, err) || nib_cuda_sync(err))) goto fail;
+    if (gemm_setup(g, err) != NIB_OK) goto fail;
     return g;
 fail:
     nib_gpu_free(g);
@@ -333,6 +382,7 @@ fail:
 
 void nib_gpu_free(nib_gpu *g) {
     if (!g) return;
+    nib_cuda_blas_free(g->gemm);
     for (int i = 0; i < GPU_MAX_BUCKETS; i++) nib_cuda_graph_free(g->graphs[i]), nib_cuda_graph_free(g->graphs_s[i]);
     if (g->layers) {
         for (int il = 0; il < g->m->hp.n_layer; il++) {
@@ -366,6 +416,16 @@ int32_t nib_gpu_argmax(const nib_gpu *g) { return g->last_id; }
         if (s_ != NIB_OK) return s_;    \
     } while (0)
 
+/* y = W x over n token rows (+ y with add), on the GEMM for long prompt
+ * chunks, else the GEMV on the quantized activations in g->act */
+static bool use_gemm(const nib_gpu *g, const nib_cuda_weight *w, int n) {
+    return n >= GEMM_MIN_TOKENS && nib_cuda_blas_takes(g->gemm, w);
+}
+static nib_status mm(nib_gpu *g, const nib_cuda_weight *w, const float *x, int n, float *y, bool add, nib_error *err) {
+    if (use_gemm(g, w, n)) return nib_cuda_gemm(g->gemm, w, x, n, y, add, g->stream, err);
+    return nib_cuda_matmul(w, x, g->act, n, y, add, g->stream, err);
+}
+
 static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_error *err) {
     const nib_hparams *hp = &g->m->hp;
     const nib_layer *l = &g->m->layers[il];
@@ -379,15 +439,18 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
         stride = (int)(QD + KR + (L->n_fused == 3 ? VR : 0));
         qs = g->qkv, ks = g->qkv + QD;
         if (L->n_fused == 3) {
-            TRY(nib_cuda_matmul(L->wqkv, g->xn, g->act, n, g->qkv, false, st, err));
+            TRY(mm(g, L->wqkv, g->xn, n, g->qkv, false, err));
             vs = g->qkv + QD + KR, v_stride = stride;
-        } else { /* V's format differs */
+        } else if (use_gemm(g, L->wqkv, n) && use_gemm(g, L->wv, n)) { /* V's format differs */
+            TRY(mm(g, L->wqkv, g->xn, n, g->qkv, false, err));
+            TRY(mm(g, L->wv, g->xn, n, g->v, false, err));
+        } else {
             TRY(nib_cuda_matmul_pair(L->wqkv, L->wv, g->xn, g->act, n, g->qkv, g->v, st, err));
         }
     } else {
-        TRY(nib_cuda_matmul(L->wq, g->xn, g->act, n, g->q, false, st, err));
-        TRY(nib_cuda_matmul(L->wk, g->xn, g->act, n, g->k, false, st, err));
-        TRY(nib_cuda_matmul(L->wv, g->xn, g->act, n, g->v, false, st, err));
+        TRY(mm(g, L->wq, g->xn, n, g->q, false, err));
+        TRY(mm(g, L->wk, g->xn, n, g->k, false, err));
+        TRY(mm(g, L->wv, g->xn, n, g->v, false, err));
     }
     uint16_t *kc = g->k_cache + (uint64_t)il * g->n_ctx * KR, *vc = g->v_cache + (uint64_t)il * g->n_ctx * VR;
     nib_cuda_qkv_args qa = {
@@ -405,14 +468,14 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
         .q = g->q, .k = kc, .v = vc, .out = g->att, .pos = g->io_dev + IO_POS,
         .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .hd_k = hp->head_dim_k, .hd_v = hp->head_dim_v,
         .n_ctx = g->n_ctx, .window = l->window, .scale = hp->attn_scale, .softcap = 0.0f, .sinks = NULL,
-        .max_len = max_len, .scratch = g->attn_scratch, .act_out = g->act,
+        .max_len = max_len, .scratch = g->attn_scratch, .act_out = use_gemm(g, L->wo, n) ? NULL : g->act,
     };
     /* the attention quantizes its output for the projection (act_out): tg128 in one build, against a
      * separate quantize kernel, Llama-3-8B Q4_K_M +0.7%, Qwen2.5-0.5B +3.6%, Llama-3.2-1B +1.8%
      * (bench/gpu-decode-notes.md v30; v9's version, folded into the last CTA, had lost) */
     TRY(nib_cuda_attention(&aa, st, err));
     /* without a post-norm the residual add rides on the projection */
-    return nib_cuda_matmul(L->wo, g->att, g->act, n, L->post_attn_norm ? g->o : g->x, !L->post_attn_norm, st, err);
+    return mm(g, L->wo, g->att, n, L->post_attn_norm ? g->o : g->x, !L->post_attn_norm, err);
 }
 
 static nib_status ffn_block(nib_gpu *g, int il, int n, nib_error *err) {
@@ -428,9 +491,12 @@ static nib_status ffn_block(nib_gpu *g, int il, int n, nib_error *err) {
     nib_cuda_glu glu = hp->ffn_act == NIB_FFN_GELU_TANH ? NIB_CUDA_GLU_GELU_TANH : NIB_CUDA_GLU_SILU;
     /* (quantizing h in the GLU's epilogue, 32-row tiles per block, lost 10% on
      * Llama-3-8B: bench/gpu-decode-notes.md, v7) */
-    TRY(nib_cuda_matmul_glu(L->gate, L->up, g->xn, g->act, n, glu, g->h, g->tmp, st, err));
-    TRY(nib_cuda_act_quantize(g->h, hp->n_ff, n, g->act, st, err));
-    return nib_cuda_matmul(L->down, g->h, g->act, n, L->post_ffn_norm ? g->o : g->x, !L->post_ffn_norm, st, err);
+    if (use_gemm(g, L->gate, n) && use_gemm(g, L->up, n))
+        TRY(nib_cuda_gemm_glu(g->gemm, L->gate, L->up, g->xn, n, glu, g->h, g->tmp, st, err));
+    else
+        TRY(nib_cuda_matmul_glu(L->gate, L->up, g->xn, g->act, n, glu, g->h, g->tmp, st, err));
+    if (!use_gemm(g, L->down, n)) TRY(nib_cuda_act_quantize(g->h, hp->n_ff, n, g->act, st, err));
+    return mm(g, L->down, g->h, n, L->post_ffn_norm ? g->o : g->x, !L->post_ffn_norm, err);
 }
 
 /* The attention norm of layer il: adds the previous layer's post-FFN-normed

@@ -36,5 +36,7 @@ int32_t nib_gpu_argmax(const nib_gpu *g);
 /* Copies the last position's logits to the host (n_vocab floats). */
 nib_status nib_gpu_logits(nib_gpu *g, float *out, nib_error *err);
 uint64_t nib_gpu_device_bytes(const nib_gpu *g);  /* everything allocated on the device */
+/* How prompt chunks run: the GEMM's name, or why they keep the batched GEMV. */
+const char *nib_gpu_prompt_path(const nib_gpu *g);
 
 #endif

@@ -1,0 +1,243 @@
+/* The prompt GEMM (cuda_gemm.h) against the CPU's decoder and a float64
+ * product.
+ *
+ *  - y = W x over n_tok token rows, for several formats, shapes whose rows
+ *    and tokens fit no tile (n_out 1,000 and 203, 37 and 64 tokens), with
+ *    and without the residual add, against sum_i dequant(W)[o][i] x[t][i] in
+ *    double (W decoded by nib_dequantize_row, the reference decoder).
+ *    Bound: the GEMM rounds both inputs to fp16 (11 significant bits,
+ *    relative error up to 2^-11 each) and accumulates in fp32, so each product is off
+ *    by ~1e-3 relative in the worst case, ~5e-4 on average, with random sign;
+ *    over K random terms the output's error is ~5e-4 of the terms' rms times
+ *    sqrt(K), against an output of rms sqrt(K) times that: NMSE ~3e-7. The
+ *    bound is 1e-5 (a wrong row, token or scale gives ~1); each output also
+ *    within 1e-2 of the outputs' rms.
+ *  - the GLU form, h = silu(gate x) * (up x) and the GELU-tanh one, against
+ *    the same float64 products (expf/tanhf on both: within the same NMSE).
+ *  - a matrix larger than the scratch is refused with NIB_ERR_ARG, and
+ *    `takes` says so first; so is a chunk of more activations than it holds.
+ *  - an activation past fp16's range (1e6) is saturated, not turned into
+ *    inf: every output stays finite.
+ * Inputs random normal; outputs poisoned with NaN before each call. Without
+ * a GPU, or without cuBLAS on the machine: one skip with the reason. */
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "cuda/cuda.h"
+#include "cuda/cuda_gemm.h"
+#include "nib.h"
+#include "test.h"
+#include "gpu_test.h"
+
+static nib_cuda_blas *G;
+
+static void *dalloc(size_t bytes) {
+    nib_error err;
+    void *p = nib_cuda_alloc(bytes, &err);
+    if (!p) fprintf(stderr, "  alloc: %s\n", err.msg);
+    return p;
+}
+static void up(void *d, const void *h, size_t n) {
+    nib_error err;
+    if (nib_cuda_copy_to_device(d, h, n, &err)) fprintf(stderr, "  upload: %s\n", err.msg);
+}
+static void down(void *h, const void *d, size_t n) {
+    nib_error err;
+    if (nib_cuda_sync(&err) || nib_cuda_copy_to_host(h, d, n, &err)) fprintf(stderr, "  copy back: %s\n", err.msg);
+}
+
+/* a random matrix on the device, and its rows decoded on the host */
+static nib_cuda_weight *random_matrix(nib_type t, int64_t n_in, int64_t n_out, float *dq) {
+    nib_error err;
+    size_t rb = 0;
+    nib_row_bytes(t, n_in, &rb);
+    uint8_t *W = malloc(rb * (size_t)n_out);
+    random_rows(t, W, n_in, n_out);
+    for (int64_t r = 0; r < n_out; r++) nib_dequantize_row(t, W + rb * (size_t)r, dq + r * n_in, n_in);
+    nib_cuda_weight *w = NULL;
+    CHECK(nib_cuda_weight_upload(t, W, n_in, n_out, &w, &err) == NIB_OK, "upload %s %lldx%lld: %s", nib_type_name(t),
+          (long long)n_in, (long long)n_out, err.msg);
+    free(W);
+    return w;
+}
+
+/* out[t][o] = sum_i dq[o][i] x[t][i] in double */
+static void ref_product(const float *dq, const float *x, int64_t n_in, int64_t n_out, int n_tok, double *out) {
+    for (int t = 0; t < n_tok; t++)
+        for (int64_t o = 0; o < n_out; o++) {
+            double s = 0.0;
+            for (int64_t i = 0; i < n_in; i++) s += (double)dq[o * n_in + i] * (double)x[t * n_in + i];
+            out[t * n_out + o] = s;
+        }
+}
+
+/* NMSE of y against want, and the largest |y - want| over want's rms */
+static bool close_enough(const float *y, const double *want, int64_t n, const char *what) {
+    double se = 0.0, ss = 0.0, worst = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = (double)y[i] - want[i];
+        se += d * d, ss += want[i] * want[i];
+        if (!(fabs(d) <= worst)) worst = fabs(d); /* NaN sticks */
+    }
+    const double nmse = se / (ss > 0 ? ss : 1), rms = sqrt(ss / (double)n);
+    const bool ok = nmse <= 1e-5 && worst <= 1e-2 * rms;
+    if (!ok) fprintf(stderr, "  %s: NMSE %.3g (bound 1e-5), worst %.3g of rms %.3g (bound 1e-2)\n", what, nmse, worst / rms, rms);
+    return ok;
+}
+
+static const nib_type types[] = {NIB_TYPE_Q4_0, NIB_TYPE_Q8_0, NIB_TYPE_Q4_K, NIB_TYPE_Q6_K,
+                                 NIB_TYPE_F16,  NIB_TYPE_IQ4_XS, NIB_TYPE_MXFP4};
+
+static void test_gemm_formats(void) {
+    const int64_t shapes[][2] = {{1024, 1000}, {512, 203}};
+    const int toks[] = {37, 64};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const nib_type t = types[ti];
+            const int64_t n_in = shapes[si][0], n_out = shapes[si][1];
+            const int T = 64;
+            nib_error err;
+            float *dq = malloc(sizeof(float) * (size_t)(n_in * n_out));
+            nib_cuda_weight *w = random_matrix(t, n_in, n_out, dq);
+            float *x = malloc(sizeof(float) * (size_t)(T * n_in)), *y0 = malloc(sizeof(float) * (size_t)(T * n_out));
+            float *y = malloc(sizeof(float) * (size_t)(T * n_out));
+            double *want = malloc(sizeof(double) * (size_t)(T * n_out));
+            for (int64_t i = 0; i < T * n_in; i++) x[i] = (float)rng_normal();
+            for (int64_t i = 0; i < T * n_out; i++) y0[i] = (float)rng_normal();
+            float *dx = dalloc(sizeof(float) * (size_t)(T * n_in)), *dy = dalloc(sizeof(float) * (size_t)(T * n_out));
+            if (!w || !dx || !dy) goto next;
+            up(dx, x, sizeof(float) * (size_t)(T * n_in));
+            ref_product(dq, x, n_in, n_out, T, want);
+            CHECK(nib_cuda_blas_takes(G, w), "%s %lldx%lld: not taken", nib_type_name(t), (long long)n_in,
+                  (long long)n_out);
+            for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++)
+                for (int add = 0; add < 2; add++) {
+                    const int n = toks[k];
+                    if (add) up(dy, y0, sizeof(float) * (size_t)(T * n_out));
+                    else nib_cuda_fill_f32(dy, NAN, (size_t)(T * n_out), &err);
+                    nib_status s = nib_cuda_gemm(G, w, dx, n, dy, add, NULL, &err);
+                    CHECK(s == NIB_OK, "%s gemm %d tokens: %s", nib_type_name(t), n, err.msg);
+                    down(y, dy, sizeof(float) * (size_t)(T * n_out));
+                    double *w2 = malloc(sizeof(double) * (size_t)(n * n_out));
+                    for (int64_t i = 0; i < n * n_out; i++) w2[i] = want[i] + (add ? (double)y0[i] : 0.0);
+                    char what[96];
+                    snprintf(what, sizeof what, "%s %lldx%lld, %d tokens, add %d", nib_type_name(t), (long long)n_in,
+                             (long long)n_out, n, add);
+                    CHECK(close_enough(y, w2, n * n_out, what), "%s: outputs off the float64 product", what);
+                    /* the rows past n_tok are left alone: still NaN, or y0 with add */
+                    int touched = 0;
+                    for (int64_t i = n * n_out; i < T * n_out; i++)
+                        touched += add ? y[i] != y0[i] : !isnan(y[i]);
+                    CHECK(touched == 0, "%s: %d outputs past the last token written", what, touched);
+                    free(w2);
+                }
+        next:
+            nib_cuda_weight_free(w);
+            nib_cuda_free(dx), nib_cuda_free(dy);
+            free(dq), free(x), free(y0), free(y), free(want);
+        }
+}
+
+static double silu(double v) { return v / (1.0 + exp(-v)); }
+static double gelu_tanh(double v) { return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); }
+
+static void test_gemm_glu(void) {
+    const int64_t n_in = 768, n_out = 517;
+    const int n = 41;
+    const nib_cuda_glu kinds[] = {NIB_CUDA_GLU_SILU, NIB_CUDA_GLU_GELU_TANH};
+    float *dg = malloc(sizeof(float) * (size_t)(n_in * n_out)), *du = malloc(sizeof(float) * (size_t)(n_in * n_out));
+    nib_cuda_weight *wg = random_matrix(NIB_TYPE_Q4_K, n_in, n_out, dg), *wu = random_matrix(NIB_TYPE_Q4_K, n_in, n_out, du);
+    float *x = malloc(sizeof(float) * (size_t)(n * n_in)), *h = malloc(sizeof(float) * (size_t)(n * n_out));
+    double *rg = malloc(sizeof(double) * (size_t)(n * n_out)), *ru = malloc(sizeof(double) * (size_t)(n * n_out));
+    double *want = malloc(sizeof(double) * (size_t)(n * n_out));
+    for (int64_t i = 0; i < n * n_in; i++) x[i] = (float)rng_normal();
+    float *dx = dalloc(sizeof(float) * (size_t)(n * n_in)), *dh = dalloc(sizeof(float) * (size_t)(n * n_out));
+    float *dt = dalloc(sizeof(float) * (size_t)(n * n_out));
+    if (wg && wu && dx && dh && dt) {
+        up(dx, x, sizeof(float) * (size_t)(n * n_in));
+        ref_product(dg, x, n_in, n_out, n, rg);
+        ref_product(du, x, n_in, n_out, n, ru);
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+            nib_error err;
+            for (int64_t i = 0; i < n * n_out; i++)
+                want[i] = (kinds[k] == NIB_CUDA_GLU_SILU ? silu(rg[i]) : gelu_tanh(rg[i])) * ru[i];
+            nib_cuda_fill_f32(dh, NAN, (size_t)(n * n_out), &err);
+            nib_status s = nib_cuda_gemm_glu(G, wg, wu, dx, n, kinds[k], dh, dt, NULL, &err);
+            CHECK(s == NIB_OK, "gemm_glu: %s", err.msg);
+            down(h, dh, sizeof(float) * (size_t)(n * n_out));
+            CHECK(close_enough(h, want, n * n_out, kinds[k] == NIB_CUDA_GLU_SILU ? "GLU silu" : "GLU gelu-tanh"),
+                  "GLU %d: outputs off the float64 products", (int)kinds[k]);
+        }
+    }
+    nib_cuda_weight_free(wg), nib_cuda_weight_free(wu);
+    nib_cuda_free(dx), nib_cuda_free(dh), nib_cuda_free(dt);
+    free(dg), free(du), free(x), free(h), free(rg), free(ru), free(want);
+}
+
+/* the scratch holds 1024 x 1000 weights and 1024 x 64 activations: a
+ * 1024 x 1001 matrix, or 65 tokens of 1024, are refused by name */
+static void test_gemm_too_big(void) {
+    float *dq = malloc(sizeof(float) * 1024 * 1001);
+    nib_cuda_weight *w = random_matrix(NIB_TYPE_Q8_0, 1024, 1001, dq), *w2 = random_matrix(NIB_TYPE_Q8_0, 1024, 100, dq);
+    float *dx = dalloc(sizeof(float) * 1024 * 65), *dy = dalloc(sizeof(float) * 1001 * 65);
+    if (w && w2 && dx && dy) {
+        nib_error err = {0};
+        CHECK(!nib_cuda_blas_takes(G, w), "a matrix larger than the scratch is taken");
+        CHECK(nib_cuda_gemm(G, w, dx, 40, dy, false, NULL, &err) == NIB_ERR_ARG && strstr(err.msg, "1024 x 1001"),
+              "a matrix larger than the scratch: status %d, '%s'", (int)err.status, err.msg);
+        CHECK(nib_cuda_gemm(G, w2, dx, 65, dy, false, NULL, &err) == NIB_ERR_ARG && strstr(err.msg, "65 tokens"),
+              "more activations than the scratch: status %d, '%s'", (int)err.status, err.msg);
+    }
+    nib_cuda_weight_free(w), nib_cuda_weight_free(w2);
+    nib_cuda_free(dx), nib_cuda_free(dy);
+    free(dq);
+}
+
+/* one activation of 1e6 (fp16's largest is 65504): saturated, so the
+ * outputs stay finite where inf would have made them inf or NaN */
+static void test_gemm_saturates(void) {
+    const int64_t n_in = 512, n_out = 64;
+    const int n = 33;
+    float *dq = malloc(sizeof(float) * (size_t)(n_in * n_out)), *x = malloc(sizeof(float) * (size_t)(n * n_in));
+    float *y = malloc(sizeof(float) * (size_t)(n * n_out));
+    nib_cuda_weight *w = random_matrix(NIB_TYPE_Q4_0, n_in, n_out, dq);
+    for (int64_t i = 0; i < n * n_in; i++) x[i] = (float)rng_normal();
+    x[5 * n_in + 7] = 1e6f, x[9 * n_in + 100] = -1e6f;
+    float *dx = dalloc(sizeof(float) * (size_t)(n * n_in)), *dy = dalloc(sizeof(float) * (size_t)(n * n_out));
+    if (w && dx && dy) {
+        nib_error err;
+        up(dx, x, sizeof(float) * (size_t)(n * n_in));
+        nib_cuda_fill_f32(dy, NAN, (size_t)(n * n_out), &err);
+        CHECK(nib_cuda_gemm(G, w, dx, n, dy, false, NULL, &err) == NIB_OK, "gemm: %s", err.msg);
+        down(y, dy, sizeof(float) * (size_t)(n * n_out));
+        int bad = 0;
+        for (int64_t i = 0; i < n * n_out; i++) bad += !isfinite(y[i]);
+        CHECK(bad == 0, "%d outputs not finite with an activation of 1e6", bad);
+    }
+    nib_cuda_weight_free(w);
+    nib_cuda_free(dx), nib_cuda_free(dy);
+    free(dq), free(x), free(y);
+}
+
+int main(void) {
+    if (!gpu_test_start("cuda gemm")) return test_summary();
+    rng_seed(777);
+    char why[160];
+    nib_error err;
+    if (nib_cuda_blas_new(1024 * 1000, 1024 * 64, &G, why, sizeof why, &err) != NIB_OK) {
+        CHECK(false, "nib_cuda_blas_new: %s", err.msg);
+        return test_summary();
+    }
+    if (!G) {
+        printf("SKIP cuda gemm: %s\n", why);
+        test_skipped++;
+        return test_summary();
+    }
+    printf("prompt GEMM: %s\n", nib_cuda_blas_name());
+    RUN(test_gemm_formats);
+    RUN(test_gemm_glu);
+    RUN(test_gemm_too_big);
+    RUN(test_gemm_saturates);
+    nib_cuda_blas_free(G);
+    return test_summary();
+}
