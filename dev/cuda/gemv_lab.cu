@@ -119,6 +119,57 @@ gemv_q8_0_f32x(const uint8_t *__restrict__ W, size_t row_bytes, const float *__r
 
 __global__ void empty_kernel(int) {}
 
+/* ---- v41: the K-quant dots' loads without their arithmetic (lab only) ---------------- */
+
+/* Argument "/ld": the library's launches with a dot that makes exactly the
+ * loads of fmt_q4_K's (fmt_q6_K's) dot, weights and activations, and folds
+ * them with xor instead of the dp4a work. If a launch takes about as long
+ * with it, the K-quant GEMV's time is in how its loads are issued
+ * (registers, loads in flight, the loop's structure); if it comes near the
+ * read floor, the dot work between the loads is what costs. The sums are
+ * meaningless (a small positive float per item). */
+struct fmt_q4_K_ld {
+    static constexpr int QK = 256, BYTES = 144, CH = 64;
+    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
+        const uint4 q0 = __ldg((const uint4 *)(b + 16 + 32 * c)), q1 = __ldg((const uint4 *)(b + 32 + 32 * c));
+        uint32_t hdr[1], s[3];
+        load_words_a4<1>(b, hdr);
+        load_words_a4<3>(b + 4, s);
+        int a[8], a2[8];
+        load_act32(xq + 64 * c, a);
+        load_act32(xq + 64 * c + 32, a2);
+        const float2 d0 = __ldg(ds + 2 * c), d1 = __ldg(ds + 2 * c + 1);
+        uint32_t x = q0.x ^ q0.y ^ q0.z ^ q0.w ^ q1.x ^ q1.y ^ q1.z ^ q1.w ^ hdr[0] ^ s[0] ^ s[1] ^ s[2];
+#pragma unroll
+        for (int k = 0; k < 8; k++) x ^= (uint32_t)(a[k] ^ a2[k]);
+        x ^= __float_as_uint(d0.x) ^ __float_as_uint(d0.y) ^ __float_as_uint(d1.x) ^ __float_as_uint(d1.y);
+        return __uint_as_float(x & 0x007FFFFFu);
+    }
+};
+struct fmt_q6_K_ld {
+    static constexpr int QK = 256, BYTES = 210, CH = 64;
+    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
+        const int hh = c >> 1, p = c & 1;
+        uint32_t ql[8], qh[8], sc[2];
+        load_words<8>(b + 64 * hh + 32 * p, ql);
+        load_words<8>(b + 128 + 32 * hh, qh);
+        load_words<2>(b + 192 + 8 * hh, sc);
+        uint32_t x = __ldg((const unsigned short *)(b + 208)) ^ sc[0] ^ sc[1];
+#pragma unroll
+        for (int k = 0; k < 8; k++) x ^= ql[k] ^ qh[k];
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const int quarter = p + 2 * half;
+            int a[8];
+            load_act32(xq + 128 * hh + 32 * quarter, a);
+#pragma unroll
+            for (int k = 0; k < 8; k++) x ^= (uint32_t)a[k];
+            x ^= __float_as_uint(__ldg(&ds[4 * hh + quarter].x));
+        }
+        return __uint_as_float(x & 0x007FFFFFu);
+    }
+};
+
 /* ---- the cases ------------------------------------------------------------------------ */
 
 typedef struct lab_ctx {
@@ -702,6 +753,15 @@ static const variant variants[] = {
     V_H("Q4_K", fmt_q4_K), V_H("Q5_K", fmt_q5_K), V_H("Q6_K", fmt_q6_K), V_H("IQ4_NL", fmt_iq4_nl),
     V_H("MXFP4", fmt_mxfp4),
 #undef V_H
+    /* v41 (argument "/ld"): the library's K-quant launches with loads alone
+     * (fmt_q4_K_ld), beside the same launches with the real dot: 14336 x
+     * 4096 on split K 4 (the downs), 4096 x 4096 on the square split (2 x 4
+     * rows at U = 1), the gate/up GLU */
+    {"Q4_K/ld-lib14", 256, 144, run_q8_ksplit<fmt_q4_K_ld, 4, 2, 2, 4>},
+    {"Q6_K/ld-lib14", 256, 210, run_q8_ksplit<fmt_q6_K_ld, 4, 2, 2, 4>},
+    {"Q4_K/sq-lib", 256, 144, run_q8_ksplit<fmt_q4_K, 4, 4, 1, 2>},
+    {"Q4_K/ld-sq", 256, 144, run_q8_ksplit<fmt_q4_K_ld, 4, 4, 1, 2>},
+    {"Q4_K/ld-glu", 256, 144, run_glu_lib<fmt_q4_K_ld, 2, 2>},
     {"Q4_K/glu-lib", 256, 144, run_glu_lib<fmt_q4_K, 2, 2>}, {"Q6_K/glu-lib", 256, 210, run_glu_lib<fmt_q6_K, 2, 2>},
     {"Q4_0/glu-lib", 32, 18, run_glu_lib<fmt_q4_0, 1, 4>},
     {"Q4_K/glu-st4x3", 256, 144, run_glu_stream<fmt_q4_K, 4, 4, 3>},

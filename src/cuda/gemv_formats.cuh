@@ -293,16 +293,23 @@ __device__ __forceinline__ void scale_min_k4(int j, const uint32_t (&s)[3], int 
 
 /* Q4_K, 144 bytes: d, dmin, scales[12], qs[128]. Item = 64 elements (chunk c):
  * qs[32c..32c+31] low nibbles are sub-block 2c, high nibbles 2c+1;
- * x = d sc q - dmin m. */
+ * x = d sc q - dmin m.
+ * Few load instructions per byte: the kernel lab's loads-alone dot (gemv_lab
+ * "/ld": the same loads folded by xor, no arithmetic) took as long as the
+ * real one in every launch (14336 x 4096 split K 13.3 us, loads alone 16.7;
+ * the read floor 9.6), so what costs is the loads' issue, not the dp4a work.
+ * The header and scales come in as one 16-byte vector (four 4-byte loads
+ * before), the two halves' (d, s) pairs as one float4 (two float2):
+ * Llama-3-8B Q4_K_M tg128 461.3 -> 469.4 t/s, Llama-3.2-1B 1,487 -> 1,539
+ * (bench/gpu-decode-notes.md v41). Q5_K the same. */
 struct fmt_q4_K {
     static constexpr int QK = 256, BYTES = 144, CH = 64;
     template <class L = ld_global>
     static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
         const uint4 q0 = L::ld((const uint4 *)(b + 16 + 32 * c)), q1 = L::ld((const uint4 *)(b + 32 + 32 * c));
         const uint32_t q[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-        uint32_t hdr[1], s[3];
-        load_words_a4<1, L>(b, hdr);
-        load_words_a4<3, L>(b + 4, s);
+        const uint4 hs = L::ld((const uint4 *)b); /* d, dmin and the 12 scale bytes: one 16-byte load */
+        const uint32_t hdr[1] = {hs.x}, s[3] = {hs.y, hs.z, hs.w};
         int a[8], sum_lo = 0, sum_hi = 0;
         load_act32(xq + 64 * c, a);
 #pragma unroll
@@ -313,9 +320,9 @@ struct fmt_q4_K {
         int sc0, m0, sc1, m1;
         scale_min_k4(2 * c, s, sc0, m0);
         scale_min_k4(2 * c + 1, s, sc1, m1);
-        const float2 d0 = __ldg(ds + 2 * c), d1 = __ldg(ds + 2 * c + 1);
-        return h2f(hdr[0]) * ((float)(sc0 * sum_lo) * d0.x + (float)(sc1 * sum_hi) * d1.x) -
-               h2f(hdr[0] >> 16) * ((float)m0 * d0.y + (float)m1 * d1.y);
+        const float4 dd = __ldg((const float4 *)(ds + 2 * c)); /* (d, s) of both halves; 16-byte aligned */
+        return h2f(hdr[0]) * ((float)(sc0 * sum_lo) * dd.x + (float)(sc1 * sum_hi) * dd.z) -
+               h2f(hdr[0] >> 16) * ((float)m0 * dd.y + (float)m1 * dd.w);
     }
 };
 
@@ -329,9 +336,8 @@ struct fmt_q5_K {
         const uint4 h0 = L::ld((const uint4 *)(b + 16)), h1 = L::ld((const uint4 *)(b + 32));
         const uint32_t q[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
         const uint32_t h[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
-        uint32_t hdr[1], s[3];
-        load_words_a4<1, L>(b, hdr);
-        load_words_a4<3, L>(b + 4, s);
+        const uint4 hs = L::ld((const uint4 *)b); /* d, dmin and the 12 scale bytes: one 16-byte load */
+        const uint32_t hdr[1] = {hs.x}, s[3] = {hs.y, hs.z, hs.w};
         int a[8], sum_lo = 0, sum_hi = 0;
         load_act32(xq + 64 * c, a);
 #pragma unroll
@@ -348,9 +354,9 @@ struct fmt_q5_K {
         int sc0, m0, sc1, m1;
         scale_min_k4(2 * c, s, sc0, m0);
         scale_min_k4(2 * c + 1, s, sc1, m1);
-        const float2 d0 = __ldg(ds + 2 * c), d1 = __ldg(ds + 2 * c + 1);
-        return h2f(hdr[0]) * ((float)(sc0 * sum_lo) * d0.x + (float)(sc1 * sum_hi) * d1.x) -
-               h2f(hdr[0] >> 16) * ((float)m0 * d0.y + (float)m1 * d1.y);
+        const float4 dd = __ldg((const float4 *)(ds + 2 * c)); /* (d, s) of both halves; 16-byte aligned */
+        return h2f(hdr[0]) * ((float)(sc0 * sum_lo) * dd.x + (float)(sc1 * sum_hi) * dd.z) -
+               h2f(hdr[0] >> 16) * ((float)m0 * dd.y + (float)m1 * dd.w);
     }
 };
 
