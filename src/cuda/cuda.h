@@ -90,6 +90,9 @@ nib_status nib_cuda_weight_upload(nib_type type, const void *host, int64_t n_in,
                                   nib_cuda_weight **out, nib_error *err);
 void nib_cuda_weight_free(nib_cuda_weight *w);
 size_t nib_cuda_weight_bytes(const nib_cuda_weight *w);  /* bytes of the rows, without padding */
+/* The device bytes of a matrix of `file_bytes` in the file: more for the
+ * formats the device keeps in wider block slots (cuda/gpu_layout.h). */
+uint64_t nib_cuda_layout_bytes(nib_type type, uint64_t file_bytes);
 
 /* ---- GEMV -------------------------------------------------------------------------- */
 

@@ -11,6 +11,7 @@
 
 #include "cuda/cuda_dequant.h"
 #include "cuda/cuda_internal.h"
+#include "cuda/gpu_layout.h"
 
 static void say(char *reason, size_t n, const char *fmt, const char *a, int b, int c) {
     if (reason && n) snprintf(reason, n, fmt, a, b, c);
@@ -164,6 +165,34 @@ done:
 
 #define WEIGHT_PAD 16 /* zero bytes after the last row: the kernels' word loads may read past a block */
 
+/* The device's block slot for a format kept wider than the file
+ * (gpu_layout.h), else 0: the file's blocks as they are. */
+static size_t slot_bytes(nib_type t) { return t == NIB_TYPE_Q6_K ? NIB_CUDA_Q6_K_SLOT : 0; }
+
+extern "C" uint64_t nib_cuda_layout_bytes(nib_type type, uint64_t file_bytes) {
+    const size_t slot = slot_bytes(type), bb = nib_type_block_bytes(type);
+    return slot && bb ? file_bytes / bb * slot : file_bytes;
+}
+
+/* n_blocks blocks of bb bytes from host into slots of `slot` bytes on the
+ * device (the rest of each slot zero), through a bounded host buffer */
+static bool upload_slots(uint8_t *dev, const uint8_t *host, size_t n_blocks, size_t bb, size_t slot, nib_error *err) {
+    const size_t per = ((size_t)8 << 20) / slot; /* blocks a pass: 8 MB */
+    uint8_t *buf = (uint8_t *)calloc(per, slot);
+    if (!buf) {
+        nib_error_set(err, NIB_ERR_NOMEM, "CUDA upload: out of host memory for the repack buffer");
+        return false;
+    }
+    bool ok = true;
+    for (size_t b0 = 0; b0 < n_blocks && ok; b0 += per) {
+        const size_t n = n_blocks - b0 < per ? n_blocks - b0 : per;
+        for (size_t i = 0; i < n; i++) memcpy(buf + i * slot, host + (b0 + i) * bb, bb);
+        ok = CUDA_OK(cudaMemcpy(dev + b0 * slot, buf, n * slot, cudaMemcpyHostToDevice), "weight upload (slots)", err);
+    }
+    free(buf);
+    return ok;
+}
+
 extern "C" nib_status nib_cuda_weight_upload(nib_type type, const void *host, int64_t n_in, int64_t n_out,
                                              nib_cuda_weight **out, nib_error *err) {
     *out = NULL;
@@ -179,6 +208,8 @@ extern "C" nib_status nib_cuda_weight_upload(nib_type type, const void *host, in
     if (path && path[0] == 'd' && n_in % 32 != 0)
         return nib_error_set(err, NIB_ERR_ARG, "CUDA upload %s: n_in %lld not a multiple of 32", nib_type_name(type),
                              (long long)n_in);
+    const size_t file_row = row_bytes, bb = nib_type_block_bytes(type), slot = slot_bytes(type);
+    if (slot) row_bytes = row_bytes / bb * slot;
     if (!nib_mul_u64(row_bytes, (uint64_t)n_out, &bytes) || bytes > SIZE_MAX - WEIGHT_PAD)
         return nib_error_set(err, NIB_ERR_ARG, "CUDA upload: size overflow");
     nib_cuda_weight *w = (nib_cuda_weight *)calloc(1, sizeof *w);
@@ -192,8 +223,9 @@ extern "C" nib_status nib_cuda_weight_upload(nib_type type, const void *host, in
         cuda_ok(e, "cudaMalloc", "weight upload", err);
         return err ? err->status : NIB_ERR_IO;
     }
-    if ((nib_cuda_has_gemv(type) && !cuda_gemv_plan(w, err)) ||
-        !CUDA_OK(cudaMemcpy(w->dev, host, w->bytes, cudaMemcpyHostToDevice), "weight upload", err) ||
+    const bool copied = slot ? upload_slots(w->dev, (const uint8_t *)host, file_row / bb * (size_t)n_out, bb, slot, err)
+                             : CUDA_OK(cudaMemcpy(w->dev, host, w->bytes, cudaMemcpyHostToDevice), "weight upload", err);
+    if ((nib_cuda_has_gemv(type) && !cuda_gemv_plan(w, err)) || !copied ||
         !CUDA_OK(cudaMemset(w->dev + w->bytes, 0, WEIGHT_PAD), "weight upload padding", err)) {
         cudaFree(w->dev);
         free(w);

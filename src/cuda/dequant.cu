@@ -31,6 +31,7 @@
 
 #include "cuda/cuda_dequant.h"
 #include "cuda/cuda_internal.h"
+#include "cuda/gpu_layout.h"
 #include "cuda/iq_grids_dev.cuh"
 #include "cuda/pdl.cuh"
 #include "quant/blocks.h"
@@ -251,8 +252,8 @@ typedef dq_qk_affine<true> dq_q5_K;
 /* Q6_K, 210 bytes: ql[128] at 0, qh[64] at 128, scales[16] (int8) at 192, d at
  * 208. qk_decode_q6_K with h = p/4, k = p%4: low nibble k/2 of
  * ql[64h + 32(k%2) + m], high bits 2k.. of qh[32h + m]; value - 32. */
-struct dq_q6_K {
-    static constexpr int QK = 256, BYTES = 210, PE = 32;
+struct dq_q6_K { /* blocks in the device's 224-byte slots (gpu_layout.h) */
+    static constexpr int QK = 256, BYTES = NIB_CUDA_Q6_K_SLOT, PE = 32;
     static __device__ __forceinline__ void dec(const uint8_t *b, int p, float (&v)[PE]) {
         const float d = dq_half(ld16(b + 208));
         const int h = p / 4, k = p % 4;

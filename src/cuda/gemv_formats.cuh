@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "cuda/act_q8.cuh"
+#include "cuda/gpu_layout.h"
 #include "quant/blocks.h"
 
 /* ---- small device helpers ------------------------------------------------------- */
@@ -365,14 +366,17 @@ struct fmt_q5_K {
  * bytes ql[64hh + 32p + l]: low nibble quarter p, high nibble quarter p+2;
  * high bits qh[32hh + l] bits 2p.. and 2p+4..). x = d sc (q - 32), sc per 16. */
 struct fmt_q6_K {
-    static constexpr int QK = 256, BYTES = 210, CH = 64;
+    /* blocks in the device's 224-byte slots (gpu_layout.h): 16-byte vectors */
+    static constexpr int QK = 256, BYTES = NIB_CUDA_Q6_K_SLOT, CH = 64;
     template <class L = ld_global>
     static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
         const int hh = c >> 1, p = c & 1;
-        uint32_t ql[8], qh[8], sc[2];
-        load_words<8, L>(b + 64 * hh + 32 * p, ql);
-        load_words<8, L>(b + 128 + 32 * hh, qh);
-        load_words<2, L>(b + 192 + 8 * hh, sc);
+        const uint4 l0 = L::ld((const uint4 *)(b + 64 * hh + 32 * p)), l1 = L::ld((const uint4 *)(b + 64 * hh + 32 * p + 16));
+        const uint4 h0 = L::ld((const uint4 *)(b + 128 + 32 * hh)), h1 = L::ld((const uint4 *)(b + 144 + 32 * hh));
+        const uint2 s2 = L::ld((const uint2 *)(b + 192 + 8 * hh));
+        const uint32_t ql[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
+        const uint32_t qh[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+        const uint32_t sc[2] = {s2.x, s2.y};
         const float d = h2f(L::ld((const unsigned short *)(b + 208)));
         int a[8];
         float acc = 0.0f;

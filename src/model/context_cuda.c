@@ -234,10 +234,25 @@ static uint64_t matrix_bytes(const nib_weight *w) {
     return nib_row_bytes(w->type, w->ne[0], &row) ? (uint64_t)row * (uint64_t)w->ne[1] : 0;
 }
 
+/* What the device's block slots add to a matrix (cuda/gpu_layout.h) */
+static uint64_t layout_extra(const nib_weight *w) {
+    const uint64_t file = matrix_bytes(w);
+    return w->data ? nib_cuda_layout_bytes(w->type, file) - file : 0;
+}
+
 /* The loader's count (every layer matrix and the head) plus the embedding
- * table when it is not the head: all of it goes to the device. */
+ * table when it is not the head: all of it goes to the device, the formats
+ * kept in wider slots there with their slots' bytes. */
 static uint64_t weight_bytes(const nib_model *m) {
-    return m->weight_bytes + (m->output.data != m->tok_embd.data ? matrix_bytes(&m->tok_embd) : 0);
+    const bool own_embd = m->output.data != m->tok_embd.data;
+    uint64_t b = m->weight_bytes + (own_embd ? matrix_bytes(&m->tok_embd) + layout_extra(&m->tok_embd) : 0) +
+                 layout_extra(&m->output);
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const nib_layer *l = &m->layers[il];
+        const nib_weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) b += layout_extra(ws[i]);
+    }
+    return b;
 }
 
 /* The prompt GEMM's fp16 scratch holds the largest per-layer matrix (the

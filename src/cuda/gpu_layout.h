@@ -1,0 +1,23 @@
+/* Where the device keeps a format's blocks differently from the file.
+ *
+ * Q6_K's blocks are 210 bytes, so in a row they start at every 2-byte
+ * offset and its GEMV dot built each of its 18 weight words from two
+ * funnel-shifted 4-byte loads (22 load instructions an item). On the device
+ * each block sits in a 224-byte slot (the 210 bytes as in the file, then 14
+ * bytes of zeros): every field (ql at 0, qh at 128, scales at 192, d at 208)
+ * is then at a 16-byte multiple from a 16-byte aligned start, and the dot
+ * takes 6 loads an item. The slots cost 6.7% more device memory and bytes
+ * read for Q6_K matrices. Every device reader of Q6_K weights (the GEMV
+ * dot, the staged LM head, the row and matrix decoders) reads slots;
+ * nib_cuda_weight_upload (cuda_device.cu) lays them out. The CPU, the file
+ * and every host-side size keep the 210-byte blocks.
+ * A/B of two builds in one run on the H200 (tg128 t/s, two pairs):
+ * Llama-3-8B Q4_K_M (Q6_K in half its downs, its V and its LM head) 466.4 /
+ * 469.7 -> 478.2 / 478.1, Llama-3-8B Q6_K 327.2 / 327.1 -> 360.9 / 360.9
+ * (bench/gpu-decode-notes.md v43). */
+#ifndef NIB_CUDA_GPU_LAYOUT_H
+#define NIB_CUDA_GPU_LAYOUT_H
+
+#define NIB_CUDA_Q6_K_SLOT 224
+
+#endif
