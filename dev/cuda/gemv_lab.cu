@@ -650,7 +650,7 @@ static const variant variants[] = {
      * row's items fit one pass of the KS warps (Qwen's 4864-wide down, a
      * 4096 -> 1024 V) */
     {"Q4_K/ks4u1", 256, 144, run_q8_ksplit<fmt_q4_K, 4, 2, 1, 4>},
-    {"Q6_K/ks4u1", 256, 210, run_q8_ksplit<fmt_q6_K, 4, 2, 1, 4>},
+    {"Q6_K/ks4u1", 256, fmt_q6_K::BYTES, run_q8_ksplit<fmt_q6_K, 4, 2, 1, 4>},
     {"Q4_0/ks4u1", 32, 18, run_q8_ksplit<fmt_q4_0, 4, 2, 1, 4>},
     {"Q4_K/ks2u1", 256, 144, run_q8_ksplit<fmt_q4_K, 4, 2, 1, 2>},
     /* v8 (argument "/ks"): split K with 4 rows a warp group, so each
@@ -658,9 +658,9 @@ static const variant variants[] = {
      * twice the GLU's activation bytes per weight byte and stream at ~2,150
      * GB/s where the GLU streams at ~2,980 */
     {"Q4_K/ks4r4u1", 256, 144, run_q8_ksplit<fmt_q4_K, 4, 4, 1, 4>},
-    {"Q6_K/ks4r4u1", 256, 210, run_q8_ksplit<fmt_q6_K, 4, 4, 1, 4>},
+    {"Q6_K/ks4r4u1", 256, fmt_q6_K::BYTES, run_q8_ksplit<fmt_q6_K, 4, 4, 1, 4>},
     {"Q4_K/ks2r4u1", 256, 144, run_q8_ksplit<fmt_q4_K, 4, 4, 1, 2>},
-    {"Q6_K/ks2r4u1", 256, 210, run_q8_ksplit<fmt_q6_K, 4, 4, 1, 2>},
+    {"Q6_K/ks2r4u1", 256, fmt_q6_K::BYTES, run_q8_ksplit<fmt_q6_K, 4, 4, 1, 2>},
     {"Q4_K/ks4w8r4u1", 256, 144, run_q8_ksplit<fmt_q4_K, 8, 4, 1, 4>},
     {"Q4_0/ks4r4u1", 32, 18, run_q8_ksplit<fmt_q4_0, 4, 4, 1, 4>},
     {"Q4_0/ks2r4u2", 32, 18, run_q8_ksplit<fmt_q4_0, 4, 4, 2, 2>},
@@ -762,13 +762,13 @@ static const variant variants[] = {
     {"Q4_K/sq-lib", 256, 144, run_q8_ksplit<fmt_q4_K, 4, 4, 1, 2>},
     {"Q4_K/ld-sq", 256, 144, run_q8_ksplit<fmt_q4_K_ld, 4, 4, 1, 2>},
     {"Q4_K/ld-glu", 256, 144, run_glu_lib<fmt_q4_K_ld, 2, 2>},
-    {"Q4_K/glu-lib", 256, 144, run_glu_lib<fmt_q4_K, 2, 2>}, {"Q6_K/glu-lib", 256, 210, run_glu_lib<fmt_q6_K, 2, 2>},
+    {"Q4_K/glu-lib", 256, 144, run_glu_lib<fmt_q4_K, 2, 2>}, {"Q6_K/glu-lib", 256, fmt_q6_K::BYTES, run_glu_lib<fmt_q6_K, 2, 2>},
     {"Q4_0/glu-lib", 32, 18, run_glu_lib<fmt_q4_0, 1, 4>},
     {"Q4_K/glu-st4x3", 256, 144, run_glu_stream<fmt_q4_K, 4, 4, 3>},
     {"Q4_K/glu-st8x3", 256, 144, run_glu_stream<fmt_q4_K, 4, 8, 3>},
     {"Q4_K/glu-st4x4", 256, 144, run_glu_stream<fmt_q4_K, 4, 4, 4>},
     {"Q4_K/glu-st8x2", 256, 144, run_glu_stream<fmt_q4_K, 4, 8, 2>},
-    {"Q6_K/glu-st4x3", 256, 210, run_glu_stream<fmt_q6_K, 4, 4, 3>},
+    {"Q6_K/glu-st4x3", 256, fmt_q6_K::BYTES, run_glu_stream<fmt_q6_K, 4, 4, 3>},
     {"Q4_0/glu-st8x3", 32, 18, run_glu_stream<fmt_q4_0, 4, 8, 3>},
     {"READ/q4k", 256, 144, run_read}, {"READ/q6k", 256, 210, run_read}, {"READ/q8_0", 32, 34, run_read},
     /* the read floor of every format's bytes (argument "READ/" with LAB_SHAPES=14336x4096) */
@@ -1125,7 +1125,7 @@ static void emitf(FILE *out, const char *fmt, ...) {
 }
 static void pair_case(FILE *out, double copy_gbs, float *x, int8_t *xq, float2 *xds, act_scale *sc, float *y,
                       cudaStream_t st) {
-    const size_t rb_a = (PAIR_K / 256) * 144, rb_b = (PAIR_K / 256) * 210;
+    const size_t rb_a = (PAIR_K / 256) * 144, rb_b = (PAIR_K / 256) * fmt_q6_K::BYTES;
     pair_geo.v_off = (rb_a * PAIR_QK + 255) / 256 * 256;
     pair_geo.v_row_bytes = rb_b, pair_geo.v_rows = PAIR_V;
     const size_t copy_bytes = (pair_geo.v_off + rb_b * PAIR_V + 255) / 256 * 256;
@@ -1136,7 +1136,7 @@ static void pair_case(FILE *out, double copy_gbs, float *x, int8_t *xq, float2 *
     /* finite scales in the first copy, for the check: Q4_K d and dmin at 0 and 2, Q6_K d at 208 */
     set_d<<<1024, 256>>>(W, (size_t)PAIR_QK * (PAIR_K / 256), 144, 0);
     set_d<<<1024, 256>>>(W + 2, (size_t)PAIR_QK * (PAIR_K / 256), 144, 0);
-    set_d<<<1024, 256>>>(W + pair_geo.v_off, (size_t)PAIR_V * (PAIR_K / 256), 210, 208);
+    set_d<<<1024, 256>>>(W + pair_geo.v_off, (size_t)PAIR_V * (PAIR_K / 256), fmt_q6_K::BYTES, 208);
     CK_LAUNCH("pair weights");
     lab_ctx c = {W, rb_a, x, xq, xds, sc, y, PAIR_K, PAIR_QK, st};
     const int n_y = PAIR_QK + PAIR_V;

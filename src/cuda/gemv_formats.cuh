@@ -15,7 +15,9 @@
  * them into place: one extra word per block instead of byte or halfword loads.
  * It may read up to 7 bytes past a row's last block; weight allocations carry
  * 16 bytes of padding for that (cuda_device.cu). Q4_K/Q5_K blocks (144, 176
- * bytes) are 16-byte multiples: their quants come in as 16-byte vectors.
+ * bytes) are 16-byte multiples: their quants come in as 16-byte vectors;
+ * so do Q6_K's, whose blocks the device keeps in 224-byte slots
+ * (gpu_layout.h).
  */
 #ifndef NIB_CUDA_GEMV_FORMATS_CUH
 #define NIB_CUDA_GEMV_FORMATS_CUH
