@@ -131,29 +131,30 @@ __global__ void empty_kernel(int) {}
 struct fmt_q4_K_ld {
     static constexpr int QK = 256, BYTES = 144, CH = 64;
     static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
+        /* the library's loads since v41: header and scales one vector, (d, s) one float4 */
         const uint4 q0 = __ldg((const uint4 *)(b + 16 + 32 * c)), q1 = __ldg((const uint4 *)(b + 32 + 32 * c));
-        uint32_t hdr[1], s[3];
-        load_words_a4<1>(b, hdr);
-        load_words_a4<3>(b + 4, s);
+        const uint4 hs = __ldg((const uint4 *)b);
         int a[8], a2[8];
         load_act32(xq + 64 * c, a);
         load_act32(xq + 64 * c + 32, a2);
-        const float2 d0 = __ldg(ds + 2 * c), d1 = __ldg(ds + 2 * c + 1);
-        uint32_t x = q0.x ^ q0.y ^ q0.z ^ q0.w ^ q1.x ^ q1.y ^ q1.z ^ q1.w ^ hdr[0] ^ s[0] ^ s[1] ^ s[2];
+        const float4 dd = __ldg((const float4 *)(ds + 2 * c));
+        uint32_t x = q0.x ^ q0.y ^ q0.z ^ q0.w ^ q1.x ^ q1.y ^ q1.z ^ q1.w ^ hs.x ^ hs.y ^ hs.z ^ hs.w;
 #pragma unroll
         for (int k = 0; k < 8; k++) x ^= (uint32_t)(a[k] ^ a2[k]);
-        x ^= __float_as_uint(d0.x) ^ __float_as_uint(d0.y) ^ __float_as_uint(d1.x) ^ __float_as_uint(d1.y);
+        x ^= __float_as_uint(dd.x) ^ __float_as_uint(dd.y) ^ __float_as_uint(dd.z) ^ __float_as_uint(dd.w);
         return __uint_as_float(x & 0x007FFFFFu);
     }
 };
-struct fmt_q6_K_ld {
-    static constexpr int QK = 256, BYTES = 210, CH = 64;
+struct fmt_q6_K_ld { /* the library's loads since v43: 224-byte slots, 16-byte vectors */
+    static constexpr int QK = 256, BYTES = NIB_CUDA_Q6_K_SLOT, CH = 64;
     static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
         const int hh = c >> 1, p = c & 1;
-        uint32_t ql[8], qh[8], sc[2];
-        load_words<8>(b + 64 * hh + 32 * p, ql);
-        load_words<8>(b + 128 + 32 * hh, qh);
-        load_words<2>(b + 192 + 8 * hh, sc);
+        const uint4 l0 = __ldg((const uint4 *)(b + 64 * hh + 32 * p)), l1 = __ldg((const uint4 *)(b + 64 * hh + 32 * p + 16));
+        const uint4 h0 = __ldg((const uint4 *)(b + 128 + 32 * hh)), h1 = __ldg((const uint4 *)(b + 144 + 32 * hh));
+        const uint2 s2 = __ldg((const uint2 *)(b + 192 + 8 * hh));
+        const uint32_t ql[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
+        const uint32_t qh[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+        const uint32_t sc[2] = {s2.x, s2.y};
         uint32_t x = __ldg((const unsigned short *)(b + 208)) ^ sc[0] ^ sc[1];
 #pragma unroll
         for (int k = 0; k < 8; k++) x ^= ql[k] ^ qh[k];
@@ -758,7 +759,7 @@ static const variant variants[] = {
      * 4096 on split K 4 (the downs), 4096 x 4096 on the square split (2 x 4
      * rows at U = 1), the gate/up GLU */
     {"Q4_K/ld-lib14", 256, 144, run_q8_ksplit<fmt_q4_K_ld, 4, 2, 2, 4>},
-    {"Q6_K/ld-lib14", 256, 210, run_q8_ksplit<fmt_q6_K_ld, 4, 2, 2, 4>},
+    {"Q6_K/ld-lib14", 256, fmt_q6_K::BYTES, run_q8_ksplit<fmt_q6_K_ld, 4, 2, 2, 4>},
     {"Q4_K/sq-lib", 256, 144, run_q8_ksplit<fmt_q4_K, 4, 4, 1, 2>},
     {"Q4_K/ld-sq", 256, 144, run_q8_ksplit<fmt_q4_K_ld, 4, 4, 1, 2>},
     {"Q4_K/ld-glu", 256, 144, run_glu_lib<fmt_q4_K_ld, 2, 2>},
