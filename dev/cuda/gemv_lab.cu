@@ -171,6 +171,47 @@ struct fmt_q6_K_ld { /* the library's loads since v43: 224-byte slots, 16-byte v
     }
 };
 
+/* ---- v44 (ready, not yet run): Q4_K in half items of 32 weights (lab only) ------------
+
+   Argument "/h-" (timing) and "check-h" (sums). v41's loads-alone dot was as
+   slow as the real one, so the loads bound the K-quant GEMVs; counted in L1
+   wavefronts (a warp's load instruction costs one per 128-byte line it
+   touches) a pass of the library's Q4_K dot is ~124 wavefronts for 2 rows x 32
+   items (2,304 bytes): the 4 activation loads an item alone are 64 (lane l
+   reads 16 bytes at 64 l + 16 j: 16 lines each), the two quant halves ~20 a
+   row (lanes 4 apart in a 144-byte block), the header 8 a row. With items
+   of 32 weights (one 16-byte half of a chunk's quants: low nibbles are 16
+   elements of sub-block 2c, high nibbles 16 of 2c + 1) consecutive lanes
+   read consecutive 16-byte quant runs (5 lines for 32 lanes), the header
+   of 4 blocks (4), two activation vectors at 32-byte strides (8 each) and
+   one (d, s) float4 shared by lane pairs (2): ~36 wavefronts for 2 rows x
+   1,152 bytes, 43% fewer per byte, for twice the scale unpacking per weight.
+   The min term (dmin m s, s over all 32 elements of a sub-block) goes with
+   the first half only, so the two halves add to the full item; the fp32
+   order differs from fmt_q4_K's, hence a tolerance check, not bits.
+   Prediction: 14336 x 4096 split K 12.9 -> ~10.5 us if L1 wavefronts bound
+   the loads; no change if the loads' latency does. */
+struct fmt_q4_K_h {
+    static constexpr int QK = 256, BYTES = 144, CH = 32;
+    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
+        const int ch = c >> 1, h = c & 1;
+        const uint4 q = __ldg((const uint4 *)(b + 16 + 32 * ch + 16 * h));
+        const uint4 hs = __ldg((const uint4 *)b);
+        const int4 alo = __ldg((const int4 *)(xq + 64 * ch + 16 * h)), ahi = __ldg((const int4 *)(xq + 64 * ch + 32 + 16 * h));
+        const float4 dd = __ldg((const float4 *)(ds + 2 * ch));
+        const uint32_t s[3] = {hs.y, hs.z, hs.w};
+        int sum_lo = __dp4a((int)(q.x & 0x0F0F0F0Fu), alo.x, 0), sum_hi = __dp4a((int)((q.x >> 4) & 0x0F0F0F0Fu), ahi.x, 0);
+        sum_lo = __dp4a((int)(q.y & 0x0F0F0F0Fu), alo.y, sum_lo), sum_hi = __dp4a((int)((q.y >> 4) & 0x0F0F0F0Fu), ahi.y, sum_hi);
+        sum_lo = __dp4a((int)(q.z & 0x0F0F0F0Fu), alo.z, sum_lo), sum_hi = __dp4a((int)((q.z >> 4) & 0x0F0F0F0Fu), ahi.z, sum_hi);
+        sum_lo = __dp4a((int)(q.w & 0x0F0F0F0Fu), alo.w, sum_lo), sum_hi = __dp4a((int)((q.w >> 4) & 0x0F0F0F0Fu), ahi.w, sum_hi);
+        int sc0, m0, sc1, m1;
+        scale_min_k4(2 * ch, s, sc0, m0);
+        scale_min_k4(2 * ch + 1, s, sc1, m1);
+        const float mins = h == 0 ? (float)m0 * dd.y + (float)m1 * dd.w : 0.0f;
+        return h2f(hs.x) * ((float)(sc0 * sum_lo) * dd.x + (float)(sc1 * sum_hi) * dd.z) - h2f(hs.x >> 16) * mins;
+    }
+};
+
 /* ---- the cases ------------------------------------------------------------------------ */
 
 typedef struct lab_ctx {
@@ -759,6 +800,15 @@ static const variant variants[] = {
      * 4096 on split K 4 (the downs), 4096 x 4096 on the square split (2 x 4
      * rows at U = 1), the gate/up GLU */
     {"Q4_K/ld-lib14", 256, 144, run_q8_ksplit<fmt_q4_K_ld, 4, 2, 2, 4>},
+    /* v44 (argument "/h-"): half items (fmt_q4_K_h) in the library's launch
+     * shapes: split K 4 (the downs; twice the items a lane, so U = 4 keeps
+     * one pass, U = 2 two), the square split (2 x 4 rows), the GLU */
+    {"Q4_K/h-ks4u4", 256, 144, run_q8_ksplit<fmt_q4_K_h, 4, 2, 4, 4>},
+    {"Q4_K/h-ks4u2", 256, 144, run_q8_ksplit<fmt_q4_K_h, 4, 2, 2, 4>},
+    {"Q4_K/h-sq", 256, 144, run_q8_ksplit<fmt_q4_K_h, 4, 4, 2, 2>},
+    {"Q4_K/h-sq-u1", 256, 144, run_q8_ksplit<fmt_q4_K_h, 4, 4, 1, 2>},
+    {"Q4_K/h-glu", 256, 144, run_glu_lib<fmt_q4_K_h, 2, 2>},
+    {"Q4_K/h-glu-u4", 256, 144, run_glu_lib<fmt_q4_K_h, 2, 4>},
     {"Q6_K/ld-lib14", 256, fmt_q6_K::BYTES, run_q8_ksplit<fmt_q6_K_ld, 4, 2, 2, 4>},
     {"Q4_K/sq-lib", 256, 144, run_q8_ksplit<fmt_q4_K, 4, 4, 1, 2>},
     {"Q4_K/ld-sq", 256, 144, run_q8_ksplit<fmt_q4_K_ld, 4, 4, 1, 2>},
@@ -1236,6 +1286,17 @@ int main(int argc, char **argv) {
             check_wstream<fmt_q4_K, 4, 2, 3>("Q4_K/ws2x3", x, xq, xds, sc, y, 0, 4096, 1027);
             check_wstream<fmt_q6_K, 4, 1, 4>("Q6_K/ws1x4", x, xq, xds, sc, y, 208, 14336, 4093);
             check_wstream<fmt_q6_K, 4, 2, 3>("Q6_K/ws2x3", x, xq, xds, sc, y, 208, 4096, 1031);
+        }
+    for (int a = 2; a < argc; a++)
+        if (!strcmp(argv[a], "check-h")) { /* v44: half items against the library's Q4_K */
+            check_staged<fmt_q4_K>("Q4_K/h-ks4u4", x, xq, xds, sc, y, 0, 14336, 4096,
+                                   [](const uint8_t *W, size_t rb, act_q8 a, float *y2, int kk, int nn) {
+                                       gemv_q8_ks<fmt_q4_K_h, 4, 2, 4, 4><<<CEIL_DIV(nn, 2), 128>>>(W, rb, a, y2, kk, nn, 0);
+                                   });
+            check_staged<fmt_q4_K>("Q4_K/h-sq", x, xq, xds, sc, y, 0, 4096, 4093,
+                                   [](const uint8_t *W, size_t rb, act_q8 a, float *y2, int kk, int nn) {
+                                       gemv_q8_ks<fmt_q4_K_h, 4, 4, 2, 2><<<CEIL_DIV(nn, 8), 128>>>(W, rb, a, y2, kk, nn, 0);
+                                   });
         }
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         const variant *var = &variants[v];
