@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 #include "cpu/cpu.h"
 #include "cuda/cuda.h"
+#include "cuda/cuda_gemm.h"
 
 int cmd_info(int argc, char **argv) {
     (void)argv;
@@ -33,6 +34,12 @@ int cmd_info(int argc, char **argv) {
             printf("  %d: %s, compute capability %d.%d, %d SMs, %.1f / %.1f GiB free\n", i, d.name, d.cc_major,
                    d.cc_minor, d.sm_count, (double)d.free_bytes / (1 << 30), (double)d.total_bytes / (1 << 30));
         }
+    }
+    if (nib_cuda_compiled()) { /* how prompts will run on a GPU */
+        if (nib_cuda_blas_probe(why, sizeof why))
+            printf("prompt GEMM: cuBLAS (%s): prompt chunks of 32 tokens or more run as GEMMs\n", why);
+        else
+            printf("prompt GEMM: off (%s): prompts run through the GEMV kernels\n", why);
     }
     printf("formats: 27 (see nib inspect --types)\n");
     return 0;

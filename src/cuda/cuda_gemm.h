@@ -51,6 +51,10 @@ nib_status nib_cuda_blas_new(int64_t max_elems, int64_t max_act, nib_cuda_blas *
                              nib_error *err);
 void nib_cuda_blas_free(nib_cuda_blas *g);
 
+/* Can cuBLAS be loaded here? true with the library's file name in what,
+ * false with the reason (no device needed; `nib info` says it). */
+bool nib_cuda_blas_probe(char *what, size_t what_size);
+
 /* Can this matrix go through the GEMM (fits the scratch, has a decoder)?
  * (The chunk's tokens must fit max_act too; nib_cuda_gemm checks.) */
 bool nib_cuda_blas_takes(const nib_cuda_blas *g, const nib_cuda_weight *w);

@@ -26,6 +26,7 @@ typedef cublasStatus_t (*gemm_ex_fn)(cublasHandle_t, cublasOperation_t, cublasOp
 
 struct nib_cuda_blas {
     void *so;
+    const char *soname; /* the library loaded */
     create_fn create;
     destroy_fn destroy;
     set_stream_fn set_stream;
@@ -71,7 +72,7 @@ static nib_cuda_blas *load(char *why, size_t why_size) {
         return NULL;
     }
     for (size_t i = 0; i < sizeof CUBLAS_SONAMES / sizeof CUBLAS_SONAMES[0] && !g->so; i++)
-        g->so = dlopen(CUBLAS_SONAMES[i], RTLD_NOW | RTLD_LOCAL);
+        if ((g->so = dlopen(CUBLAS_SONAMES[i], RTLD_NOW | RTLD_LOCAL))) g->soname = CUBLAS_SONAMES[i];
     if (!g->so) {
         snprintf(why, why_size, "cuBLAS not found (%s)", dlerror());
         free(g);
@@ -95,6 +96,14 @@ static nib_cuda_blas *load(char *why, size_t why_size) {
             return NULL;
         }
     return g;
+}
+
+extern "C" bool nib_cuda_blas_probe(char *what, size_t what_size) {
+    nib_cuda_blas *g = load(what, what_size);
+    if (!g) return false;
+    snprintf(what, what_size, "%s", g->soname);
+    nib_cuda_blas_free(g);
+    return true;
 }
 
 extern "C" nib_status nib_cuda_blas_new(int64_t max_elems, int64_t max_act, nib_cuda_blas **out, char *why,
