@@ -48,10 +48,14 @@ extern "C" const char *nib_cuda_blas_name(void) {
 }
 
 /* x to fp16, saturated at fp16's largest finite value (65504): an input
- * beyond it would otherwise become inf and every output it touches NaN */
+ * beyond it would otherwise become inf and every output it touches NaN. A
+ * NaN stays NaN (comparisons, not fminf/fmaxf, which would make it finite
+ * and hide it). */
 __global__ void to_f16_sat(const float *__restrict__ x, __half *__restrict__ xh, int64_t n) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) xh[i] = __float2half_rn(fminf(fmaxf(x[i], -65504.0f), 65504.0f));
+    if (i >= n) return;
+    const float v = x[i];
+    xh[i] = __float2half_rn(v > 65504.0f ? 65504.0f : v < -65504.0f ? -65504.0f : v);
 }
 
 extern "C" void nib_cuda_blas_free(nib_cuda_blas *g) {

@@ -17,7 +17,7 @@
  *  - a matrix larger than the scratch is refused with NIB_ERR_ARG, and
  *    `takes` says so first; so is a chunk of more activations than it holds.
  *  - an activation past fp16's range (1e6) is saturated, not turned into
- *    inf: every output stays finite.
+ *    inf: every output stays finite; a NaN activation is not hidden.
  * Inputs random normal; outputs poisoned with NaN before each call. Without
  * a GPU, or without cuBLAS on the machine: one skip with the reason. */
 #include <stdbool.h>
@@ -194,7 +194,8 @@ static void test_gemm_too_big(void) {
 }
 
 /* one activation of 1e6 (fp16's largest is 65504): saturated, so the
- * outputs stay finite where inf would have made them inf or NaN */
+ * outputs stay finite where inf would have made them inf or NaN; a NaN
+ * activation stays NaN (its token's outputs are all NaN, no other's) */
 static void test_gemm_saturates(void) {
     const int64_t n_in = 512, n_out = 64;
     const int n = 33;
@@ -202,7 +203,7 @@ static void test_gemm_saturates(void) {
     float *y = malloc(sizeof(float) * (size_t)(n * n_out));
     nib_cuda_weight *w = random_matrix(NIB_TYPE_Q4_0, n_in, n_out, dq);
     for (int64_t i = 0; i < n * n_in; i++) x[i] = (float)rng_normal();
-    x[5 * n_in + 7] = 1e6f, x[9 * n_in + 100] = -1e6f;
+    x[5 * n_in + 7] = 1e6f, x[9 * n_in + 100] = -1e6f, x[20 * n_in + 3] = NAN;
     float *dx = dalloc(sizeof(float) * (size_t)(n * n_in)), *dy = dalloc(sizeof(float) * (size_t)(n * n_out));
     if (w && dx && dy) {
         nib_error err;
@@ -210,9 +211,13 @@ static void test_gemm_saturates(void) {
         nib_cuda_fill_f32(dy, NAN, (size_t)(n * n_out), &err);
         CHECK(nib_cuda_gemm(G, w, dx, n, dy, false, NULL, &err) == NIB_OK, "gemm: %s", err.msg);
         down(y, dy, sizeof(float) * (size_t)(n * n_out));
-        int bad = 0;
-        for (int64_t i = 0; i < n * n_out; i++) bad += !isfinite(y[i]);
+        int bad = 0, nan_row = 0;
+        for (int64_t i = 0; i < n * n_out; i++) {
+            if (i / n_out == 20) nan_row += isnan(y[i]) != 0;
+            else bad += !isfinite(y[i]);
+        }
         CHECK(bad == 0, "%d outputs not finite with an activation of 1e6", bad);
+        CHECK(nan_row == n_out, "a NaN activation: %d of %lld outputs of its token NaN", nan_row, (long long)n_out);
     }
     nib_cuda_weight_free(w);
     nib_cuda_free(dx), nib_cuda_free(dy);
