@@ -212,6 +212,94 @@ struct fmt_q4_K_h {
     }
 };
 
+/* ---- v45 (ready, not yet run): Q4_0 and Q8_0 in 16-byte aligned groups (lab only) -----
+
+   Argument "/g-" (timing) and "check-g" (bits). The legacy formats' blocks
+   (Q4_0 18 bytes, Q8_0 34) sit at 2-byte offsets, so their dots build each
+   word from funnel-shifted 4-byte loads: Q8_0 10 loads an item, lanes 34
+   bytes apart, ~9 L1 wavefronts each: ~100 wavefronts per KB of weights
+   (Q4_K after v41: ~54). Grouped, 8 blocks at a time, the quants of the 8
+   blocks come first, then their 8 fp16 scales: Q4_0 144 bytes (8 x 16 +
+   16), Q8_0 272 (8 x 32 + 16), both 16-byte multiples, so an item is one
+   (Q4_0) or two (Q8_0) 16-byte loads and a 2-byte one: Q8_0 ~38 wavefronts
+   per 1,088 bytes, Q4_0 ~half its present count. The same values in the
+   same order: the outputs must equal the library's bit for bit. A row must
+   be whole groups (256 elements: the 8B's and 1B's rows, not Qwen2.5-0.5B's
+   896). Prediction: if L1 wavefronts bound the legacy formats as v41-v43
+   found for the K-quants, 14336 x 4096 Q8_0 19.8 -> ~15 us, Q4_0 11.9 ->
+   ~10; the library would then group at upload where rows allow (as the Q6_K
+   slots, cuda/gpu_layout.h). */
+struct fmt_q4_0_g {
+    static constexpr int QK = 256, BYTES = 144, CH = 32;
+    struct W {
+        uint4 q;
+        uint32_t d;
+    };
+    template <class L = ld_global>
+    static __device__ __forceinline__ W load(const uint8_t *b, int c) {
+        W r;
+        r.q = L::ld((const uint4 *)(b + 16 * c));
+        r.d = L::ld((const unsigned short *)(b + 128 + 2 * c));
+        return r;
+    }
+    static __device__ __forceinline__ float dot_w(const W &r, int c, const int8_t *xq, const float2 *ds) {
+        int a[8];
+        load_act32(xq + 32 * c, a);
+        const uint32_t q[4] = {r.q.x, r.q.y, r.q.z, r.q.w};
+        int sumi = 0;
+#pragma unroll
+        for (int k = 0; k < 4; k++) { /* fmt_q4_0's order */
+            sumi = __dp4a((int)(q[k] & 0x0F0F0F0Fu), a[k], sumi);
+            sumi = __dp4a((int)((q[k] >> 4) & 0x0F0F0F0Fu), a[k + 4], sumi);
+        }
+        const float2 s = __ldg(ds + c);
+        return h2f(r.d) * (s.x * (float)sumi - 8.0f * s.y);
+    }
+    template <class L = ld_global>
+    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
+        return dot_w(load<L>(b, c), c, xq, ds);
+    }
+};
+struct fmt_q8_0_g {
+    static constexpr int QK = 256, BYTES = 272, CH = 32;
+    struct W {
+        uint4 q0, q1;
+        uint32_t d;
+    };
+    template <class L = ld_global>
+    static __device__ __forceinline__ W load(const uint8_t *b, int c) {
+        W r;
+        r.q0 = L::ld((const uint4 *)(b + 32 * c)), r.q1 = L::ld((const uint4 *)(b + 32 * c + 16));
+        r.d = L::ld((const unsigned short *)(b + 256 + 2 * c));
+        return r;
+    }
+    static __device__ __forceinline__ float dot_w(const W &r, int c, const int8_t *xq, const float2 *ds) {
+        int a[8];
+        load_act32(xq + 32 * c, a);
+        const uint32_t q[8] = {r.q0.x, r.q0.y, r.q0.z, r.q0.w, r.q1.x, r.q1.y, r.q1.z, r.q1.w};
+        int sumi = 0;
+#pragma unroll
+        for (int k = 0; k < 8; k++) sumi = __dp4a((int)q[k], a[k], sumi);
+        return h2f(r.d) * __ldg(&ds[c].x) * (float)sumi;
+    }
+    template <class L = ld_global>
+    static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
+        return dot_w(load<L>(b, c), c, xq, ds);
+    }
+};
+/* file blocks (bb bytes: a 2-byte d, then qb bytes of quants) into groups of 8 */
+__global__ void group_blocks(const uint8_t *__restrict__ src, uint8_t *__restrict__ dst, size_t n_groups, int bb,
+                             int qb) {
+    const int gb = 8 * bb;
+    for (size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x; g < n_groups; g += (size_t)gridDim.x * blockDim.x)
+        for (int k = 0; k < 8; k++) {
+            const uint8_t *b = src + (g * 8 + k) * bb;
+            uint8_t *o = dst + g * gb;
+            for (int j = 0; j < qb; j++) o[qb * k + j] = b[2 + j];
+            o[8 * qb + 2 * k] = b[0], o[8 * qb + 2 * k + 1] = b[1];
+        }
+}
+
 /* ---- the cases ------------------------------------------------------------------------ */
 
 typedef struct lab_ctx {
@@ -800,6 +888,15 @@ static const variant variants[] = {
      * 4096 on split K 4 (the downs), 4096 x 4096 on the square split (2 x 4
      * rows at U = 1), the gate/up GLU */
     {"Q4_K/ld-lib14", 256, 144, run_q8_ksplit<fmt_q4_K_ld, 4, 2, 2, 4>},
+    /* v45 (argument "/g-"): Q4_0 and Q8_0 grouped, in the library's launches
+     * (split K 2 at U = 4 on long rows, as "/lib14"; the square split, 2 x 4
+     * rows at U = 1), beside the same launches on the file's blocks */
+    {"Q4_0/g-lib14", 256, 144, run_q8_ksplit<fmt_q4_0_g, 4, 2, 4, 2>},
+    {"Q8_0/g-lib14", 256, 272, run_q8_ksplit<fmt_q8_0_g, 4, 2, 4, 2>},
+    {"Q4_0/g-sq", 256, 144, run_q8_ksplit<fmt_q4_0_g, 4, 4, 1, 4>},
+    {"Q8_0/g-sq", 256, 272, run_q8_ksplit<fmt_q8_0_g, 4, 4, 1, 4>},
+    {"Q4_0/sq-lib", 32, 18, run_q8_ksplit<fmt_q4_0, 4, 4, 1, 4>},
+    {"Q8_0/sq-lib", 32, 34, run_q8_ksplit<fmt_q8_0, 4, 4, 1, 4>},
     /* v44 (argument "/h-"): half items (fmt_q4_K_h) in the library's launch
      * shapes: split K 4 (the downs; twice the items a lane, so U = 4 keeps
      * one pass, U = 2 two), the square split (2 x 4 rows), the GLU */
@@ -970,6 +1067,41 @@ static void check_same(const char *name, float *x, int8_t *xq, float2 *xds, act_
            finite, diff == 0 && finite == n ? "same" : "DIFFER");
     free(h1), free(h2);
     CK(cudaFree(W));
+    CK(cudaFree(y2));
+}
+
+/* v45: a grouped format (FG) against the library's (FL) on the same blocks,
+ * regrouped on the device: same values, same order, so the same bits */
+template <class FL, class FG>
+static void check_grouped(const char *name, int bb, int qb, float *x, int8_t *xq, float2 *xds, act_scale *sc,
+                          float *y) {
+    const int k = 4096, n = 4096;
+    const size_t row_bytes = (size_t)(k / 32) * bb, n_groups = (size_t)n * (k / 256);
+    uint8_t *W, *Wg;
+    float *y2;
+    CK(cudaMalloc(&W, row_bytes * n + 256));
+    CK(cudaMalloc(&Wg, row_bytes * n + 256));
+    CK(cudaMalloc(&y2, sizeof(float) * n));
+    fill_random<<<2048, 256>>>((uint32_t *)W, (row_bytes * n + 256) / 4, 55u);
+    set_d<<<1024, 256>>>(W, (size_t)n * (k / 32), bb, 0);
+    group_blocks<<<1024, 256>>>(W, Wg, n_groups, bb, qb);
+    quantize_act_q8<<<CEIL_DIV(k, 256), 256>>>(x, xq, xds, k, 1, k, sc);
+    act_q8 a;
+    a.xq = xq, a.xds = xds, a.qs_stride = k, a.n_tok = 1, a.sc = sc;
+    gemv_q8<FL, 4, 1, 1, 1><<<n / 4, 128>>>(W, row_bytes, a, y, n, k, n, 0, (unsigned long long *)NULL);
+    CK(cudaMemset(y2, 0xFF, sizeof(float) * n));
+    gemv_q8<FG, 4, 1, 1, 1><<<n / 4, 128>>>(Wg, row_bytes, a, y2, n, k, n, 0, (unsigned long long *)NULL);
+    CK_LAUNCH("grouped check");
+    float *h1 = (float *)malloc(sizeof(float) * n), *h2 = (float *)malloc(sizeof(float) * n);
+    CK(cudaMemcpy(h1, y, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h2, y2, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    int diff = 0, finite = 0;
+    for (int i = 0; i < n; i++) diff += memcmp(&h1[i], &h2[i], sizeof(float)) != 0, finite += isfinite(h1[i]) != 0;
+    printf("%s check (4096x4096): %d of %d outputs differ from the library's bits, %d finite (%s)\n", name, diff, n,
+           finite, diff == 0 && finite == n ? "same" : "DIFFER");
+    free(h1), free(h2);
+    CK(cudaFree(W));
+    CK(cudaFree(Wg));
     CK(cudaFree(y2));
 }
 
@@ -1286,6 +1418,11 @@ int main(int argc, char **argv) {
             check_wstream<fmt_q4_K, 4, 2, 3>("Q4_K/ws2x3", x, xq, xds, sc, y, 0, 4096, 1027);
             check_wstream<fmt_q6_K, 4, 1, 4>("Q6_K/ws1x4", x, xq, xds, sc, y, 208, 14336, 4093);
             check_wstream<fmt_q6_K, 4, 2, 3>("Q6_K/ws2x3", x, xq, xds, sc, y, 208, 4096, 1031);
+        }
+    for (int a = 2; a < argc; a++)
+        if (!strcmp(argv[a], "check-g")) { /* v45: grouped Q4_0 / Q8_0 against the library's, bit for bit */
+            check_grouped<fmt_q4_0, fmt_q4_0_g>("Q4_0/g", 18, 16, x, xq, xds, sc, y);
+            check_grouped<fmt_q8_0, fmt_q8_0_g>("Q8_0/g", 34, 32, x, xq, xds, sc, y);
         }
     for (int a = 2; a < argc; a++)
         if (!strcmp(argv[a], "check-h")) { /* v44: half items against the library's Q4_K */
