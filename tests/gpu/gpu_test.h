@@ -34,6 +34,24 @@ static inline bool gpu_test_start(const char *what) {
     return true;
 }
 
+/* Device buffers for a test: an allocation that says why it failed (NULL,
+ * and the test's checks on it fail), and copies each way that say so when
+ * they fail (the copy back waits for the device first). */
+static inline void *gpu_alloc(size_t bytes) {
+    nib_error err;
+    void *p = nib_cuda_alloc(bytes, &err);
+    if (!p) fprintf(stderr, "  alloc: %s\n", err.msg);
+    return p;
+}
+static inline void gpu_upload(void *d, const void *h, size_t n) {
+    nib_error err;
+    if (nib_cuda_copy_to_device(d, h, n, &err)) fprintf(stderr, "  upload: %s\n", err.msg);
+}
+static inline void gpu_download(void *h, const void *d, size_t n) {
+    nib_error err;
+    if (nib_cuda_sync(&err) || nib_cuda_copy_to_host(h, d, n, &err)) fprintf(stderr, "  copy back: %s\n", err.msg);
+}
+
 /* Every n-th scale is an fp16 subnormal (0: never), which decoders must read
  * exactly too; tests whose error bounds assume normal scales leave it 0. */
 static int random_blocks_subnormal_every = 0;

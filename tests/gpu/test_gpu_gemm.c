@@ -31,20 +31,6 @@
 
 static nib_cuda_blas *G;
 
-static void *dalloc(size_t bytes) {
-    nib_error err;
-    void *p = nib_cuda_alloc(bytes, &err);
-    if (!p) fprintf(stderr, "  alloc: %s\n", err.msg);
-    return p;
-}
-static void up(void *d, const void *h, size_t n) {
-    nib_error err;
-    if (nib_cuda_copy_to_device(d, h, n, &err)) fprintf(stderr, "  upload: %s\n", err.msg);
-}
-static void down(void *h, const void *d, size_t n) {
-    nib_error err;
-    if (nib_cuda_sync(&err) || nib_cuda_copy_to_host(h, d, n, &err)) fprintf(stderr, "  copy back: %s\n", err.msg);
-}
 
 /* a random matrix on the device, and its rows decoded on the host */
 static nib_cuda_weight *random_matrix(nib_type t, int64_t n_in, int64_t n_out, float *dq) {
@@ -104,20 +90,20 @@ static void test_gemm_formats(void) {
             double *want = malloc(sizeof(double) * (size_t)(T * n_out));
             for (int64_t i = 0; i < T * n_in; i++) x[i] = (float)rng_normal();
             for (int64_t i = 0; i < T * n_out; i++) y0[i] = (float)rng_normal();
-            float *dx = dalloc(sizeof(float) * (size_t)(T * n_in)), *dy = dalloc(sizeof(float) * (size_t)(T * n_out));
+            float *dx = gpu_alloc(sizeof(float) * (size_t)(T * n_in)), *dy = gpu_alloc(sizeof(float) * (size_t)(T * n_out));
             if (!w || !dx || !dy) goto next;
-            up(dx, x, sizeof(float) * (size_t)(T * n_in));
+            gpu_upload(dx, x, sizeof(float) * (size_t)(T * n_in));
             ref_product(dq, x, n_in, n_out, T, want);
             CHECK(nib_cuda_blas_takes(G, w), "%s %lldx%lld: not taken", nib_type_name(t), (long long)n_in,
                   (long long)n_out);
             for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++)
                 for (int add = 0; add < 2; add++) {
                     const int n = toks[k];
-                    if (add) up(dy, y0, sizeof(float) * (size_t)(T * n_out));
+                    if (add) gpu_upload(dy, y0, sizeof(float) * (size_t)(T * n_out));
                     else nib_cuda_fill_f32(dy, NAN, (size_t)(T * n_out), &err);
                     nib_status s = nib_cuda_gemm(G, w, dx, n, dy, add, NULL, &err);
                     CHECK(s == NIB_OK, "%s gemm %d tokens: %s", nib_type_name(t), n, err.msg);
-                    down(y, dy, sizeof(float) * (size_t)(T * n_out));
+                    gpu_download(y, dy, sizeof(float) * (size_t)(T * n_out));
                     double *w2 = malloc(sizeof(double) * (size_t)(n * n_out));
                     for (int64_t i = 0; i < n * n_out; i++) w2[i] = want[i] + (add ? (double)y0[i] : 0.0);
                     char what[96];
@@ -151,10 +137,10 @@ static void test_gemm_glu(void) {
     double *rg = malloc(sizeof(double) * (size_t)(n * n_out)), *ru = malloc(sizeof(double) * (size_t)(n * n_out));
     double *want = malloc(sizeof(double) * (size_t)(n * n_out));
     for (int64_t i = 0; i < n * n_in; i++) x[i] = (float)rng_normal();
-    float *dx = dalloc(sizeof(float) * (size_t)(n * n_in)), *dh = dalloc(sizeof(float) * (size_t)(n * n_out));
-    float *dt = dalloc(sizeof(float) * (size_t)(n * n_out));
+    float *dx = gpu_alloc(sizeof(float) * (size_t)(n * n_in)), *dh = gpu_alloc(sizeof(float) * (size_t)(n * n_out));
+    float *dt = gpu_alloc(sizeof(float) * (size_t)(n * n_out));
     if (wg && wu && dx && dh && dt) {
-        up(dx, x, sizeof(float) * (size_t)(n * n_in));
+        gpu_upload(dx, x, sizeof(float) * (size_t)(n * n_in));
         ref_product(dg, x, n_in, n_out, n, rg);
         ref_product(du, x, n_in, n_out, n, ru);
         for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
@@ -164,7 +150,7 @@ static void test_gemm_glu(void) {
             nib_cuda_fill_f32(dh, NAN, (size_t)(n * n_out), &err);
             nib_status s = nib_cuda_gemm_glu(G, wg, wu, dx, n, kinds[k], dh, dt, NULL, &err);
             CHECK(s == NIB_OK, "gemm_glu: %s", err.msg);
-            down(h, dh, sizeof(float) * (size_t)(n * n_out));
+            gpu_download(h, dh, sizeof(float) * (size_t)(n * n_out));
             CHECK(close_enough(h, want, n * n_out, kinds[k] == NIB_CUDA_GLU_SILU ? "GLU silu" : "GLU gelu-tanh"),
                   "GLU %d: outputs off the float64 products", (int)kinds[k]);
         }
@@ -179,7 +165,7 @@ static void test_gemm_glu(void) {
 static void test_gemm_too_big(void) {
     float *dq = malloc(sizeof(float) * 1024 * 1001);
     nib_cuda_weight *w = random_matrix(NIB_TYPE_Q8_0, 1024, 1001, dq), *w2 = random_matrix(NIB_TYPE_Q8_0, 1024, 100, dq);
-    float *dx = dalloc(sizeof(float) * 1024 * 65), *dy = dalloc(sizeof(float) * 1001 * 65);
+    float *dx = gpu_alloc(sizeof(float) * 1024 * 65), *dy = gpu_alloc(sizeof(float) * 1001 * 65);
     if (w && w2 && dx && dy) {
         nib_error err = {0};
         CHECK(!nib_cuda_blas_takes(G, w), "a matrix larger than the scratch is taken");
@@ -204,13 +190,13 @@ static void test_gemm_saturates(void) {
     nib_cuda_weight *w = random_matrix(NIB_TYPE_Q4_0, n_in, n_out, dq);
     for (int64_t i = 0; i < n * n_in; i++) x[i] = (float)rng_normal();
     x[5 * n_in + 7] = 1e6f, x[9 * n_in + 100] = -1e6f, x[20 * n_in + 3] = NAN;
-    float *dx = dalloc(sizeof(float) * (size_t)(n * n_in)), *dy = dalloc(sizeof(float) * (size_t)(n * n_out));
+    float *dx = gpu_alloc(sizeof(float) * (size_t)(n * n_in)), *dy = gpu_alloc(sizeof(float) * (size_t)(n * n_out));
     if (w && dx && dy) {
         nib_error err;
-        up(dx, x, sizeof(float) * (size_t)(n * n_in));
+        gpu_upload(dx, x, sizeof(float) * (size_t)(n * n_in));
         nib_cuda_fill_f32(dy, NAN, (size_t)(n * n_out), &err);
         CHECK(nib_cuda_gemm(G, w, dx, n, dy, false, NULL, &err) == NIB_OK, "gemm: %s", err.msg);
-        down(y, dy, sizeof(float) * (size_t)(n * n_out));
+        gpu_download(y, dy, sizeof(float) * (size_t)(n * n_out));
         int bad = 0, nan_row = 0;
         for (int64_t i = 0; i < n * n_out; i++) {
             if (i / n_out == 20) nan_row += isnan(y[i]) != 0;

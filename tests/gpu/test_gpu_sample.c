@@ -79,13 +79,6 @@ static size_t scratch_bytes;
 
 static long n_draws, n_same_cpu, n_within_tol, n_edge_cases;
 
-static void *dalloc(size_t bytes) {
-    nib_error err;
-    void *p = nib_cuda_alloc(bytes, &err);
-    if (!p) fprintf(stderr, "  alloc: %s\n", err.msg);
-    return p;
-}
-
 static int cand_cmp(const void *a, const void *b) {
     const cand *x = a, *y = b;
     if (x->logit != y->logit) return x->logit > y->logit ? -1 : 1;
@@ -508,11 +501,11 @@ int main(void) {
             most = b > most ? b : most;
         }
     scratch_bytes = most;
-    d_logits = dalloc(sizeof(float) * N_MAX);
-    d_params = dalloc(sizeof *d_params);
-    d_u = dalloc(sizeof(double) * N_U);
-    d_out = dalloc(sizeof(int32_t) * N_U);
-    d_scratch = dalloc(scratch_bytes);
+    d_logits = gpu_alloc(sizeof(float) * N_MAX);
+    d_params = gpu_alloc(sizeof *d_params);
+    d_u = gpu_alloc(sizeof(double) * N_U);
+    d_out = gpu_alloc(sizeof(int32_t) * N_U);
+    d_scratch = gpu_alloc(scratch_bytes);
     if (!d_logits || !d_params || !d_u || !d_out || !d_scratch) {
         printf("FAIL  device allocation\n");
         test_failed++;

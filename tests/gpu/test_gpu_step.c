@@ -49,22 +49,6 @@
 #include "test.h"
 #include "gpu_test.h"
 
-
-static void *dalloc(size_t bytes) {
-    nib_error err;
-    void *p = nib_cuda_alloc(bytes, &err);
-    if (!p) fprintf(stderr, "  alloc: %s\n", err.msg);
-    return p;
-}
-static void up(void *d, const void *h, size_t n) {
-    nib_error err;
-    if (nib_cuda_copy_to_device(d, h, n, &err)) fprintf(stderr, "  copy: %s\n", err.msg);
-}
-static void down(void *h, const void *d, size_t n) {
-    nib_error err;
-    if (nib_cuda_sync(&err) || nib_cuda_copy_to_host(h, d, n, &err)) fprintf(stderr, "  copy back: %s\n", err.msg);
-}
-
 /* A matrix of random valid blocks on the device (NULL, counted as a failed
  * check, when the upload fails). */
 static nib_cuda_weight *random_weight(nib_type t, int64_t n_in, int64_t n_out) {
@@ -101,24 +85,24 @@ static void test_matmul_tokens(void) {
         float *y = malloc(sizeof(float) * (size_t)(T * n_out)), *y0 = malloc(sizeof(float) * (size_t)(T * n_out));
         for (int64_t i = 0; i < T * n_in; i++) x[i] = (float)rng_normal();
         for (int64_t i = 0; i < T * n_out; i++) y0[i] = (float)rng_normal();
-        float *dx = dalloc(sizeof(float) * (size_t)(T * n_in)), *dy = dalloc(sizeof(float) * (size_t)(T * n_out));
-        void *act = dalloc(nib_cuda_act_bytes(n_in, T)), *s1 = dalloc(nib_cuda_act_bytes(n_in, 1));
-        up(dx, x, sizeof(float) * (size_t)(T * n_in));
+        float *dx = gpu_alloc(sizeof(float) * (size_t)(T * n_in)), *dy = gpu_alloc(sizeof(float) * (size_t)(T * n_out));
+        void *act = gpu_alloc(nib_cuda_act_bytes(n_in, T)), *s1 = gpu_alloc(nib_cuda_act_bytes(n_in, 1));
+        gpu_upload(dx, x, sizeof(float) * (size_t)(T * n_in));
         /* the reference: one GEMV per row */
         for (int r = 0; r < T; r++) {
             nib_cuda_fill_f32(dy, NAN, (size_t)n_out, &err);
             CHECK(nib_cuda_gemv(w, dx + r * n_in, dy, s1, NULL, &err) == NIB_OK, "gemv: %s", err.msg);
-            down(ref + r * n_out, dy, sizeof(float) * (size_t)n_out);
+            gpu_download(ref + r * n_out, dy, sizeof(float) * (size_t)n_out);
         }
         for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
             const int n = toks[k];
             for (int add = 0; add < 2; add++) {
-                if (add) up(dy, y0, sizeof(float) * (size_t)(n * n_out));
+                if (add) gpu_upload(dy, y0, sizeof(float) * (size_t)(n * n_out));
                 else nib_cuda_fill_f32(dy, NAN, (size_t)(T * n_out), &err);
                 nib_status s = nib_cuda_act_quantize(dx, n_in, n, act, NULL, &err);
                 if (s == NIB_OK) s = nib_cuda_matmul(w, dx, act, n, dy, add, NULL, &err);
                 CHECK(s == NIB_OK, "%s matmul %d tokens: %s", nib_type_name(t), n, err.msg);
-                down(y, dy, sizeof(float) * (size_t)(n * n_out));
+                gpu_download(y, dy, sizeof(float) * (size_t)(n * n_out));
                 int bad = 0;
                 for (int64_t i = 0; i < n * n_out; i++) {
                     float want = add ? y0[i] + ref[i] : ref[i];
@@ -137,10 +121,10 @@ static void test_matmul_tokens(void) {
             nib_cuda_weight *w2 = NULL;
             nib_cuda_weight_upload(t, W2, n_in, n_out, &w2, &err);
             free(W2);
-            float *ref2 = malloc(sizeof(float) * (size_t)(T * n_out)), *dtmp = dalloc(sizeof(float) * (size_t)(T * n_out));
+            float *ref2 = malloc(sizeof(float) * (size_t)(T * n_out)), *dtmp = gpu_alloc(sizeof(float) * (size_t)(T * n_out));
             for (int r = 0; r < T && w2; r++) {
                 CHECK(nib_cuda_gemv(w2, dx + r * n_in, dy, s1, NULL, &err) == NIB_OK, "gemv up: %s", err.msg);
-                down(ref2 + r * n_out, dy, sizeof(float) * (size_t)n_out);
+                gpu_download(ref2 + r * n_out, dy, sizeof(float) * (size_t)n_out);
             }
             for (int g = 1; g <= 2 && w2; g++)
                 for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
@@ -150,7 +134,7 @@ static void test_matmul_tokens(void) {
                     if (s == NIB_OK)
                         s = nib_cuda_matmul_glu(w, w2, dx, act, n, (nib_cuda_glu)g, dy, dtmp, NULL, &err);
                     CHECK(s == NIB_OK, "glu: %s", err.msg);
-                    down(y, dy, sizeof(float) * (size_t)(n * n_out));
+                    gpu_download(y, dy, sizeof(float) * (size_t)(n * n_out));
                     int bad = 0;
                     for (int64_t i = 0; i < n * n_out; i++) {
                         float gg = ref[i], want;
@@ -194,17 +178,17 @@ static void test_split_k_add(void) {
             float *p = malloc(sizeof(float) * (size_t)n_out), *ya = malloc(sizeof(float) * (size_t)n_out);
             for (int64_t i = 0; i < n_in; i++) x[i] = (float)rng_normal();
             for (int64_t i = 0; i < n_out; i++) y0[i] = (float)rng_normal();
-            float *dx = dalloc(sizeof(float) * (size_t)n_in), *dy = dalloc(sizeof(float) * (size_t)n_out);
-            void *act = dalloc(nib_cuda_act_bytes(n_in, 1));
-            up(dx, x, sizeof(float) * (size_t)n_in);
+            float *dx = gpu_alloc(sizeof(float) * (size_t)n_in), *dy = gpu_alloc(sizeof(float) * (size_t)n_out);
+            void *act = gpu_alloc(nib_cuda_act_bytes(n_in, 1));
+            gpu_upload(dx, x, sizeof(float) * (size_t)n_in);
             nib_status s = w ? nib_cuda_act_quantize(dx, n_in, 1, act, NULL, &err) : NIB_ERR_ARG;
             if (s == NIB_OK) s = nib_cuda_fill_f32(dy, NAN, (size_t)n_out, &err);
             if (s == NIB_OK) s = nib_cuda_matmul(w, dx, act, 1, dy, false, NULL, &err);
-            if (s == NIB_OK) down(p, dy, sizeof(float) * (size_t)n_out), up(dy, y0, sizeof(float) * (size_t)n_out);
+            if (s == NIB_OK) gpu_download(p, dy, sizeof(float) * (size_t)n_out), gpu_upload(dy, y0, sizeof(float) * (size_t)n_out);
             if (s == NIB_OK) s = nib_cuda_matmul(w, dx, act, 1, dy, true, NULL, &err);
             CHECK(s == NIB_OK, "%s %lldx%lld: %s", nib_type_name(t), (long long)n_in, (long long)n_out, err.msg);
             if (s == NIB_OK) {
-                down(ya, dy, sizeof(float) * (size_t)n_out);
+                gpu_download(ya, dy, sizeof(float) * (size_t)n_out);
                 int64_t bad = 0;
                 for (int64_t i = 0; i < n_out; i++) bad += !(ya[i] == y0[i] + p[i]) || isnan(p[i]);
                 CHECK(bad == 0, "%s %lldx%lld: %lld of %lld outputs of y += Wx are not y + (Wx)", nib_type_name(t),
@@ -256,22 +240,22 @@ static void test_matmul_pair(void) {
         float *ya = malloc(sizeof(float) * na), *yb = malloc(sizeof(float) * nb);
         float *pa = malloc(sizeof(float) * na), *pb = malloc(sizeof(float) * nb);
         for (int64_t i = 0; i < n_in * T; i++) x[i] = (float)rng_normal();
-        float *dx = dalloc(sizeof(float) * (size_t)(n_in * T));
-        float *dya = dalloc(sizeof(float) * na), *dyb = dalloc(sizeof(float) * nb);
-        void *act = dalloc(nib_cuda_act_bytes(n_in, T));
-        up(dx, x, sizeof(float) * (size_t)(n_in * T));
+        float *dx = gpu_alloc(sizeof(float) * (size_t)(n_in * T));
+        float *dya = gpu_alloc(sizeof(float) * na), *dyb = gpu_alloc(sizeof(float) * nb);
+        void *act = gpu_alloc(nib_cuda_act_bytes(n_in, T));
+        gpu_upload(dx, x, sizeof(float) * (size_t)(n_in * T));
         nib_status s = nib_cuda_act_quantize(dx, n_in, T, act, NULL, &err);
         if (s == NIB_OK) s = nib_cuda_fill_f32(dya, NAN, na, &err);
         if (s == NIB_OK) s = nib_cuda_fill_f32(dyb, NAN, nb, &err);
         if (s == NIB_OK) s = nib_cuda_matmul(wa, dx, act, T, dya, false, NULL, &err);
         if (s == NIB_OK) s = nib_cuda_matmul(wb, dx, act, T, dyb, false, NULL, &err);
-        if (s == NIB_OK) down(ya, dya, sizeof(float) * na), down(yb, dyb, sizeof(float) * nb);
+        if (s == NIB_OK) gpu_download(ya, dya, sizeof(float) * na), gpu_download(yb, dyb, sizeof(float) * nb);
         if (s == NIB_OK) s = nib_cuda_fill_f32(dya, NAN, na, &err);
         if (s == NIB_OK) s = nib_cuda_fill_f32(dyb, NAN, nb, &err);
         if (s == NIB_OK) s = nib_cuda_matmul_pair(wa, wb, dx, act, T, dya, dyb, NULL, &err);
         CHECK(s == NIB_OK, "pair case %zu: %s", ci, err.msg);
         if (s == NIB_OK) {
-            down(pa, dya, sizeof(float) * na), down(pb, dyb, sizeof(float) * nb);
+            gpu_download(pa, dya, sizeof(float) * na), gpu_download(pb, dyb, sizeof(float) * nb);
             int64_t bad = 0, nan = 0;
             for (size_t i = 0; i < na; i++) bad += memcmp(&pa[i], &ya[i], 4) != 0, nan += isnan(ya[i]);
             for (size_t i = 0; i < nb; i++) bad += memcmp(&pb[i], &yb[i], 4) != 0, nan += isnan(yb[i]);
@@ -316,17 +300,17 @@ static void test_add_norm(void) {
                 }
                 nib_rmsnorm(xn + (size_t)t * n, row, w, n, 1e-6f);
             }
-            float *dx = dalloc(sizeof(float) * (size_t)(T * n)), *dox = dalloc(sizeof(float) * (size_t)(T * n));
-            float *dw = dalloc(sizeof(float) * (size_t)n), *dpw = dalloc(sizeof(float) * (size_t)n);
-            float *dxn = dalloc(sizeof(float) * (size_t)(T * n));
-            void *act = dalloc(nib_cuda_act_bytes(n, T)), *act2 = dalloc(nib_cuda_act_bytes(n, T));
-            up(dx, x, sizeof(float) * (size_t)(T * n)), up(dox, o, sizeof(float) * (size_t)(T * n));
-            up(dw, w, sizeof(float) * (size_t)n), up(dpw, pw, sizeof(float) * (size_t)n);
+            float *dx = gpu_alloc(sizeof(float) * (size_t)(T * n)), *dox = gpu_alloc(sizeof(float) * (size_t)(T * n));
+            float *dw = gpu_alloc(sizeof(float) * (size_t)n), *dpw = gpu_alloc(sizeof(float) * (size_t)n);
+            float *dxn = gpu_alloc(sizeof(float) * (size_t)(T * n));
+            void *act = gpu_alloc(nib_cuda_act_bytes(n, T)), *act2 = gpu_alloc(nib_cuda_act_bytes(n, T));
+            gpu_upload(dx, x, sizeof(float) * (size_t)(T * n)), gpu_upload(dox, o, sizeof(float) * (size_t)(T * n));
+            gpu_upload(dw, w, sizeof(float) * (size_t)n), gpu_upload(dpw, pw, sizeof(float) * (size_t)n);
             nib_cuda_fill_f32(dxn, NAN, (size_t)(T * n), &err);
             nib_cuda_norm_args a = {dx, mode ? dox : NULL, mode == 2 ? dpw : NULL, dw, dxn, act, T, n, 1e-6f, false};
             CHECK(nib_cuda_add_norm(&a, NULL, &err) == NIB_OK, "add_norm: %s", err.msg);
-            down(got_x, dx, sizeof(float) * (size_t)(T * n));
-            down(got_xn, dxn, sizeof(float) * (size_t)(T * n));
+            gpu_download(got_x, dx, sizeof(float) * (size_t)(T * n));
+            gpu_download(got_xn, dxn, sizeof(float) * (size_t)(T * n));
             int bad = 0;
             for (int i = 0; i < T * n; i++)
                 if ((!close_rel(got_x[i], xr[i], 2.5e-7f) || !close_rel(got_xn[i], xn[i], 2.5e-7f)) && bad++ < 3)
@@ -337,7 +321,7 @@ static void test_add_norm(void) {
             nib_cuda_act_quantize(dxn, n, T, act2, NULL, &err);
             size_t ab = nib_cuda_act_bytes(n, T);
             uint8_t *h1 = malloc(ab), *h2 = malloc(ab);
-            down(h1, act, ab), down(h2, act2, ab);
+            gpu_download(h1, act, ab), gpu_download(h2, act2, ab);
             /* compare quants (rows padded to 256: skip the padding) and scales */
             size_t stride = (size_t)((n + 255) / 256 * 256);
             int qbad = 0;
@@ -376,7 +360,7 @@ typedef struct host_act {
 static host_act act_down(const void *dev, int64_t n) {
     const size_t ab = nib_cuda_act_bytes(n, 1);
     host_act h = {malloc(ab), NULL, NULL, NULL};
-    down(h.bytes, dev, ab);
+    gpu_download(h.bytes, dev, ab);
     h.q = (const int8_t *)h.bytes;
     h.ds = (const float *)(h.bytes + (size_t)(n + 255) / 256 * 256);
     h.parts = (const double *)(h.bytes + ab - 32 * sizeof(double));
@@ -421,12 +405,12 @@ static void test_deferred_norm(void) {
         const int n = shapes[si].n, n_out = shapes[si].n_out;
         float *x = malloc(sizeof(float) * (size_t)n), *wn = malloc(sizeof(float) * (size_t)n);
         for (int i = 0; i < n; i++) x[i] = (float)(3 * rng_normal()), wn[i] = (float)(1 + 0.3 * rng_normal());
-        float *dx = dalloc(sizeof(float) * (size_t)n), *dw = dalloc(sizeof(float) * (size_t)n);
-        float *dxn = dalloc(sizeof(float) * (size_t)n), *dy = dalloc(sizeof(float) * (size_t)n_out);
-        float *dtmp = dalloc(sizeof(float) * (size_t)n_out);
+        float *dx = gpu_alloc(sizeof(float) * (size_t)n), *dw = gpu_alloc(sizeof(float) * (size_t)n);
+        float *dxn = gpu_alloc(sizeof(float) * (size_t)n), *dy = gpu_alloc(sizeof(float) * (size_t)n_out);
+        float *dtmp = gpu_alloc(sizeof(float) * (size_t)n_out);
         const size_t ab = nib_cuda_act_bytes(n, 1);
-        void *act1 = dalloc(ab), *act2 = dalloc(ab), *act3 = dalloc(ab);
-        up(dx, x, sizeof(float) * (size_t)n), up(dw, wn, sizeof(float) * (size_t)n);
+        void *act1 = gpu_alloc(ab), *act2 = gpu_alloc(ab), *act3 = gpu_alloc(ab);
+        gpu_upload(dx, x, sizeof(float) * (size_t)n), gpu_upload(dw, wn, sizeof(float) * (size_t)n);
         nib_cuda_norm_args plain = {dx, NULL, NULL, dw, dxn, act1, 1, n, 1e-5f, false};
         nib_cuda_norm_args defer = {dx, NULL, NULL, dw, dxn, act2, 1, n, 1e-5f, true};
         float *y1 = malloc(sizeof(float) * (size_t)n_out), *y2 = malloc(sizeof(float) * (size_t)n_out);
@@ -449,34 +433,34 @@ static void test_deferred_norm(void) {
             nib_status s = w && w2 ? nib_cuda_add_norm(&plain, NULL, &err) : NIB_ERR_ARG;
             if (s == NIB_OK) s = nib_cuda_fill_f32(dy, NAN, (size_t)n_out, &err);
             if (s == NIB_OK) s = nib_cuda_matmul(w, dxn, act1, 1, dy, false, NULL, &err);
-            if (s == NIB_OK) down(y1, dy, sizeof(float) * (size_t)n_out);
+            if (s == NIB_OK) gpu_download(y1, dy, sizeof(float) * (size_t)n_out);
             if (s == NIB_OK) s = nib_cuda_fill_f32((float *)act2, NAN, ab / 4, &err);
             if (s == NIB_OK) s = nib_cuda_add_norm(&defer, NULL, &err);
             if (s == NIB_OK) s = nib_cuda_fill_f32(dy, NAN, (size_t)n_out, &err);
             if (s == NIB_OK) s = nib_cuda_matmul(w, dxn, act2, 1, dy, false, NULL, &err);
             CHECK(s == NIB_OK, "%s: %s", what, err.msg);
             if (s != NIB_OK) goto next;
-            down(y2, dy, sizeof(float) * (size_t)n_out);
+            gpu_download(y2, dy, sizeof(float) * (size_t)n_out);
             {
                 host_act hd = act_down(act2, n), hp = act_down(act1, n);
                 uint8_t *folded = malloc(ab);
                 CHECK(deferred_act_ok(&hd, &hp, x, n, 1e-5f, folded, what),
                       "%s: the deferred norm's activation is off", what);
-                up(act3, folded, ab);
+                gpu_upload(act3, folded, ab);
                 free(hd.bytes), free(hp.bytes), free(folded);
             }
             /* the GEMV and the GLU on it against the same on the folded buffer */
             s = nib_cuda_fill_f32(dy, NAN, (size_t)n_out, &err);
             if (s == NIB_OK) s = nib_cuda_matmul(w, dxn, act3, 1, dy, false, NULL, &err);
-            if (s == NIB_OK) down(y3, dy, sizeof(float) * (size_t)n_out);
+            if (s == NIB_OK) gpu_download(y3, dy, sizeof(float) * (size_t)n_out);
             CHECK(s == NIB_OK && deferred_close(y2, y3, n_out, what), "%s: the deferred norm's GEMV is off", what);
             {
                 s = nib_cuda_matmul_glu(w, w2, dxn, act3, 1, NIB_CUDA_GLU_SILU, dy, dtmp, NULL, &err);
-                if (s == NIB_OK) down(y3, dy, sizeof(float) * (size_t)n_out);
+                if (s == NIB_OK) gpu_download(y3, dy, sizeof(float) * (size_t)n_out);
                 if (s == NIB_OK) s = nib_cuda_fill_f32(dy, NAN, (size_t)n_out, &err);
                 if (s == NIB_OK) s = nib_cuda_matmul_glu(w, w2, dxn, act2, 1, NIB_CUDA_GLU_SILU, dy, dtmp, NULL, &err);
                 CHECK(s == NIB_OK, "%s glu: %s", what, err.msg);
-                if (s == NIB_OK) down(y2, dy, sizeof(float) * (size_t)n_out);
+                if (s == NIB_OK) gpu_download(y2, dy, sizeof(float) * (size_t)n_out);
                 CHECK(s == NIB_OK && deferred_close(y2, y3, n_out, what), "%s: the deferred norm's GLU is off", what);
             }
             /* a plain norm, then the quantizer, over a deferred one's buffer: no scale left behind */
@@ -490,7 +474,7 @@ static void test_deferred_norm(void) {
                 if (s == NIB_OK) s = nib_cuda_matmul(w, dxn, act2, 1, dy, false, NULL, &err);
                 CHECK(s == NIB_OK, "%s: %s", what, err.msg);
                 if (s != NIB_OK) break;
-                down(y3, dy, sizeof(float) * (size_t)n_out);
+                gpu_download(y3, dy, sizeof(float) * (size_t)n_out);
                 int bad = 0;
                 for (int i = 0; i < n_out; i++) bad += !(y3[i] == y1[i]);
                 CHECK(bad == 0, "%s: after a deferred norm, %s left %d of %d outputs unlike the plain path's", what,
@@ -536,18 +520,18 @@ static void test_qkv_rope(void) {
         for (int i = 0; i < QD; i++) bq[i] = (float)(0.1 * rng_normal());
         for (int i = 0; i < KD; i++) bk[i] = (float)(0.1 * rng_normal()), bv[i] = (float)(0.1 * rng_normal());
         for (int i = 0; i < hd; i++) qn[i] = (float)(1 + 0.2 * rng_normal()), kn[i] = (float)(1 + 0.2 * rng_normal());
-        float *dq = dalloc(sizeof(float) * (size_t)(T * QD)), *dk = dalloc(sizeof(float) * (size_t)(T * KD));
-        float *dv = dalloc(sizeof(float) * (size_t)(T * KD)), *dbq = dalloc(sizeof(float) * (size_t)QD);
-        float *dbk = dalloc(sizeof(float) * (size_t)KD), *dbv = dalloc(sizeof(float) * (size_t)KD);
-        float *dqn = dalloc(sizeof(float) * (size_t)hd), *dkn = dalloc(sizeof(float) * (size_t)hd);
-        uint16_t *kc = dalloc(2 * (size_t)(n_ctx * KD)), *vc = dalloc(2 * (size_t)(n_ctx * KD));
-        int32_t *dpos = dalloc(4);
-        up(dq, q, sizeof(float) * (size_t)(T * QD)), up(dk, k, sizeof(float) * (size_t)(T * KD));
-        up(dv, v, sizeof(float) * (size_t)(T * KD)), up(dbq, bq, sizeof(float) * (size_t)QD);
-        up(dbk, bk, sizeof(float) * (size_t)KD), up(dbv, bv, sizeof(float) * (size_t)KD);
-        up(dqn, qn, sizeof(float) * (size_t)hd), up(dkn, kn, sizeof(float) * (size_t)hd);
+        float *dq = gpu_alloc(sizeof(float) * (size_t)(T * QD)), *dk = gpu_alloc(sizeof(float) * (size_t)(T * KD));
+        float *dv = gpu_alloc(sizeof(float) * (size_t)(T * KD)), *dbq = gpu_alloc(sizeof(float) * (size_t)QD);
+        float *dbk = gpu_alloc(sizeof(float) * (size_t)KD), *dbv = gpu_alloc(sizeof(float) * (size_t)KD);
+        float *dqn = gpu_alloc(sizeof(float) * (size_t)hd), *dkn = gpu_alloc(sizeof(float) * (size_t)hd);
+        uint16_t *kc = gpu_alloc(2 * (size_t)(n_ctx * KD)), *vc = gpu_alloc(2 * (size_t)(n_ctx * KD));
+        int32_t *dpos = gpu_alloc(4);
+        gpu_upload(dq, q, sizeof(float) * (size_t)(T * QD)), gpu_upload(dk, k, sizeof(float) * (size_t)(T * KD));
+        gpu_upload(dv, v, sizeof(float) * (size_t)(T * KD)), gpu_upload(dbq, bq, sizeof(float) * (size_t)QD);
+        gpu_upload(dbk, bk, sizeof(float) * (size_t)KD), gpu_upload(dbv, bv, sizeof(float) * (size_t)KD);
+        gpu_upload(dqn, qn, sizeof(float) * (size_t)hd), gpu_upload(dkn, kn, sizeof(float) * (size_t)hd);
         int32_t p0 = pos0;
-        up(dpos, &p0, 4);
+        gpu_upload(dpos, &p0, 4);
         nib_cuda_qkv_args a = {
             .q = dq, .k = dk, .v = dv, .bq = cases[c].bias ? dbq : NULL, .bk = cases[c].bias ? dbk : NULL,
             .bv = cases[c].bias ? dbv : NULL, .q_norm = cases[c].qk_norm ? dqn : NULL,
@@ -558,8 +542,8 @@ static void test_qkv_rope(void) {
         CHECK(nib_cuda_qkv_rope(&a, NULL, &err) == NIB_OK, "qkv_rope: %s", err.msg);
         float *gq = malloc(sizeof(float) * (size_t)(T * QD));
         uint16_t *gk = malloc(2 * (size_t)(n_ctx * KD)), *gv = malloc(2 * (size_t)(n_ctx * KD));
-        down(gq, dq, sizeof(float) * (size_t)(T * QD));
-        down(gk, kc, 2 * (size_t)(n_ctx * KD)), down(gv, vc, 2 * (size_t)(n_ctx * KD));
+        gpu_download(gq, dq, sizeof(float) * (size_t)(T * QD));
+        gpu_download(gk, kc, 2 * (size_t)(n_ctx * KD)), gpu_download(gv, vc, 2 * (size_t)(n_ctx * KD));
         /* the CPU's way */
         nib_rope rope = {cases[c].n_rot, cases[c].neox, cases[c].base, 1.0f, NULL};
         int bad = 0;
@@ -604,8 +588,8 @@ static void test_argmax(void) {
     nib_error err;
     const int64_t n = 151936;
     float *x = malloc(sizeof(float) * (size_t)n);
-    float *dx = dalloc(sizeof(float) * (size_t)n);
-    uint64_t *dout = dalloc(8), key = 0;
+    float *dx = gpu_alloc(sizeof(float) * (size_t)n);
+    uint64_t *dout = gpu_alloc(8), key = 0;
     int32_t got = -1;
     for (int rep = 0; rep < 4; rep++) {
         for (int64_t i = 0; i < n; i++) x[i] = (float)rng_normal();
@@ -614,9 +598,9 @@ static void test_argmax(void) {
         if (rep >= 1) x[(want + 777) % n] = 10.0f, want = want < (want + 777) % n ? want : (want + 777) % n; /* tie: first */
         if (rep >= 2) x[0] = NAN;
         if (rep == 3) want = 0, x[0] = 11.0f;
-        up(dx, x, sizeof(float) * (size_t)n);
+        gpu_upload(dx, x, sizeof(float) * (size_t)n);
         CHECK(nib_cuda_argmax(dx, n, dout, NULL, &err) == NIB_OK, "argmax: %s", err.msg);
-        down(&key, dout, 8);
+        gpu_download(&key, dout, 8);
         got = key ? (int32_t)(0xFFFFFFFFu - (uint32_t)key) : -1;
         CHECK(got == want, "argmax rep %d: %d, want %lld", rep, got, (long long)want);
     }
@@ -637,14 +621,14 @@ static void test_argmax(void) {
         if (!w) continue;
         float *xv = malloc(sizeof(float) * (size_t)n_in), *y = malloc(sizeof(float) * (size_t)n_out);
         for (int64_t i = 0; i < n_in; i++) xv[i] = (float)rng_normal();
-        float *dxv = dalloc(sizeof(float) * (size_t)n_in), *dy = dalloc(sizeof(float) * (size_t)n_out);
-        void *act = dalloc(nib_cuda_act_bytes(n_in, 1));
-        uint64_t *dk = dalloc(8), zero = 0;
-        up(dxv, xv, sizeof(float) * (size_t)n_in), up(dk, &zero, 8);
+        float *dxv = gpu_alloc(sizeof(float) * (size_t)n_in), *dy = gpu_alloc(sizeof(float) * (size_t)n_out);
+        void *act = gpu_alloc(nib_cuda_act_bytes(n_in, 1));
+        uint64_t *dk = gpu_alloc(8), zero = 0;
+        gpu_upload(dxv, xv, sizeof(float) * (size_t)n_in), gpu_upload(dk, &zero, 8);
         nib_status s = nib_cuda_act_quantize(dxv, n_in, 1, act, NULL, &err);
         if (s == NIB_OK) s = nib_cuda_matmul_argmax(w, dxv, act, dy, dk, NULL, &err);
         CHECK(s == NIB_OK, "matmul_argmax: %s", err.msg);
-        down(y, dy, sizeof(float) * (size_t)n_out), down(&key, dk, 8);
+        gpu_download(y, dy, sizeof(float) * (size_t)n_out), gpu_download(&key, dk, 8);
         int32_t want = 0;
         for (int64_t i = 1; i < n_out; i++)
             if (y[i] > y[want]) want = (int32_t)i;
@@ -680,19 +664,19 @@ static void test_tall_matrix(void) {
         float *x = malloc(sizeof(float) * (size_t)(2 * n_in));
         float *y1 = malloc(sizeof(float) * (size_t)n_out), *y2 = malloc(sizeof(float) * (size_t)(2 * n_out));
         for (int64_t i = 0; i < n_in; i++) x[i] = x[n_in + i] = (float)rng_normal();
-        float *dx = dalloc(sizeof(float) * (size_t)(2 * n_in)), *dy = dalloc(sizeof(float) * (size_t)(2 * n_out));
-        void *act1 = dalloc(nib_cuda_act_bytes(n_in, 1)), *act2 = dalloc(nib_cuda_act_bytes(n_in, 2));
-        uint64_t *dk = dalloc(8), zero = 0, key = 0;
-        up(dx, x, sizeof(float) * (size_t)(2 * n_in)), up(dk, &zero, 8);
+        float *dx = gpu_alloc(sizeof(float) * (size_t)(2 * n_in)), *dy = gpu_alloc(sizeof(float) * (size_t)(2 * n_out));
+        void *act1 = gpu_alloc(nib_cuda_act_bytes(n_in, 1)), *act2 = gpu_alloc(nib_cuda_act_bytes(n_in, 2));
+        uint64_t *dk = gpu_alloc(8), zero = 0, key = 0;
+        gpu_upload(dx, x, sizeof(float) * (size_t)(2 * n_in)), gpu_upload(dk, &zero, 8);
         nib_cuda_fill_f32(dy, NAN, (size_t)(2 * n_out), &err);
         nib_status s = nib_cuda_act_quantize(dx, n_in, 2, act2, NULL, &err);
         if (s == NIB_OK) s = nib_cuda_matmul(w, dx, act2, 2, dy, false, NULL, &err);
-        down(y2, dy, sizeof(float) * (size_t)(2 * n_out));
+        gpu_download(y2, dy, sizeof(float) * (size_t)(2 * n_out));
         nib_cuda_fill_f32(dy, NAN, (size_t)n_out, &err);
         if (s == NIB_OK) s = nib_cuda_act_quantize(dx, n_in, 1, act1, NULL, &err);
         if (s == NIB_OK) s = nib_cuda_matmul_argmax(w, dx, act1, dy, dk, NULL, &err);
         CHECK(s == NIB_OK, "%s tall matmul: %s", nib_type_name(t), err.msg);
-        down(y1, dy, sizeof(float) * (size_t)n_out), down(&key, dk, 8);
+        gpu_download(y1, dy, sizeof(float) * (size_t)n_out), gpu_download(&key, dk, 8);
         int bad = 0;
         int32_t want = 0;
         for (int64_t i = 0; i < n_out; i++) {
