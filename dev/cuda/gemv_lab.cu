@@ -912,6 +912,19 @@ static const variant variants[] = {
     {"Q4_K/ld-glu", 256, 144, run_glu_lib<fmt_q4_K_ld, 2, 2>},
     {"Q4_K/glu-lib", 256, 144, run_glu_lib<fmt_q4_K, 2, 2>}, {"Q6_K/glu-lib", 256, fmt_q6_K::BYTES, run_glu_lib<fmt_q6_K, 2, 2>},
     {"Q4_0/glu-lib", 32, 18, run_glu_lib<fmt_q4_0, 1, 4>},
+    /* v46 (argument "/cf-"): other launch shapes, W warps a block, R rows a
+     * warp group, U items a lane, split K: the legacy formats' long rows on
+     * the square split (4 rows, U = 1, KS = 4), and the K-quants' 4096-wide
+     * rows with more warps a block or a wider split (names /cf-wWrRuUkK) */
+#define V_CF(NAME, F, W, R, U, KS) {NAME "/cf-w" #W "r" #R "u" #U "k" #KS, F::QK, F::BYTES, run_q8_ksplit<F, W, R, U, KS>}
+    V_CF("Q4_0", fmt_q4_0, 4, 4, 1, 4), V_CF("Q4_1", fmt_q4_1, 4, 4, 1, 4), V_CF("Q5_0", fmt_q5_0, 4, 4, 1, 4),
+    V_CF("Q5_1", fmt_q5_1, 4, 4, 1, 4), V_CF("Q8_0", fmt_q8_0, 4, 4, 1, 4), V_CF("IQ4_NL", fmt_iq4_nl, 4, 4, 1, 4),
+    V_CF("MXFP4", fmt_mxfp4, 4, 4, 1, 4), V_CF("Q8_0", fmt_q8_0, 4, 4, 2, 2), V_CF("Q8_0", fmt_q8_0, 8, 4, 1, 4),
+    V_CF("Q4_K", fmt_q4_K, 8, 4, 1, 2), V_CF("Q4_K", fmt_q4_K, 4, 4, 1, 4), V_CF("Q4_K", fmt_q4_K, 8, 4, 1, 4),
+    V_CF("Q4_K", fmt_q4_K, 4, 2, 1, 4), V_CF("Q4_K", fmt_q4_K, 8, 2, 1, 4), V_CF("Q4_K", fmt_q4_K, 8, 2, 2, 4),
+    V_CF("Q4_K", fmt_q4_K, 4, 8, 1, 2), V_CF("Q6_K", fmt_q6_K, 8, 2, 2, 4), V_CF("Q6_K", fmt_q6_K, 4, 2, 1, 4),
+    V_CF("Q6_K", fmt_q6_K, 4, 4, 1, 4), V_CF("Q4_K", fmt_q4_K, 4, 2, 2, 4),
+#undef V_CF
     {"Q4_K/glu-st4x3", 256, 144, run_glu_stream<fmt_q4_K, 4, 4, 3>},
     {"Q4_K/glu-st8x3", 256, 144, run_glu_stream<fmt_q4_K, 4, 8, 3>},
     {"Q4_K/glu-st4x4", 256, 144, run_glu_stream<fmt_q4_K, 4, 4, 4>},
@@ -940,7 +953,7 @@ typedef struct lab_shape {
 
 static const lab_shape shapes[] = {
     {"Llama-3-8B", 4096, 4096},  {"Llama-3-8B", 4096, 1024},   {"Llama-3-8B", 4096, 14336}, {"Llama-3-8B", 14336, 4096},
-    {"Llama-3-8B", 4096, 128256}, {"Llama-3-8B gate+up", 4096, 28672}, {"Qwen2.5-0.5B", 896, 896},  {"Qwen2.5-0.5B", 896, 4864},
+    {"Llama-3-8B", 4096, 128256}, {"Llama-3-8B gate+up", 4096, 28672}, {"Llama-3-8B qkv", 4096, 6144}, {"Qwen2.5-0.5B", 896, 896},  {"Qwen2.5-0.5B", 896, 4864},
     {"Qwen2.5-0.5B", 4864, 896}, {"Qwen2.5-0.5B", 896, 151936},
 };
 
@@ -1439,7 +1452,8 @@ int main(int argc, char **argv) {
         const variant *var = &variants[v];
         /* no filter: every variant but the tuning sweeps */
         bool wanted = argc <= 2 && !strstr(var->name, "/w") && !strstr(var->name, "/u") && !strstr(var->name, "/r") &&
-                      !strstr(var->name, "/ks") && !strstr(var->name, "/lowks") && !strstr(var->name, "/sq");
+                      !strstr(var->name, "/ks") && !strstr(var->name, "/lowks") && !strstr(var->name, "/sq") &&
+                      !strstr(var->name, "/cf-");
         for (int a = 2; a < argc; a++) /* "=NAME": that variant alone; else names containing it */
             wanted |= argv[a][0] == '=' ? !strcmp(var->name, argv[a] + 1) : strstr(var->name, argv[a]) != NULL;
         if (!wanted) continue;

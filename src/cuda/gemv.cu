@@ -170,6 +170,15 @@ constexpr int KS_SQUARE = has_w<F>::value ? 4 : 2;
  * 896 keeps KS = 4, 2 rows, U = 1: 4.2 us against 6.3; v35) */
 template <class F>
 constexpr bool LONG_R4 = std::is_same<F, fmt_iq4_xs>::value;
+/* Long rows on other launch shapes than the rule's (kernel lab, 14336 x 4096
+ * under PDL graph replay, bench/gpu-decode-notes.md v46): Q8_0 on the square
+ * split (4 rows a group, U = 1, KS = 4) 19.7 -> 18.4 us, where Q4_0, Q4_1,
+ * Q5_0, IQ4_NL and MXFP4 lost with it and Q5_1 tied; Q6_K at U = 1 (2 rows,
+ * KS = 4) 20.2 -> 18.2, where Q4_K lost (12.9 -> 14.6). */
+template <class F>
+constexpr bool LONG_SQUARE = std::is_same<F, fmt_q8_0>::value;
+template <class F>
+constexpr bool LONG_U1 = std::is_same<F, fmt_q6_K>::value;
 template <class F, int U, int KS, int R2 = 2>
 static cudaError_t launch_ks(const mm_args *a) {
     constexpr int W = GEMV_WARPS;
@@ -205,7 +214,8 @@ static q8_plan plan_q8(const nib_cuda_weight *w, int n_tok, bool best) {
             const bool two_passes = n_in / F::CH > 2 * 32 * U;
             const int ks = n_in >= 5 * n_out || (two_passes && !has_w<F>::value) || n_out <= 1024 ? 4 : 2;
             if (LONG_R4<F> && ks == 2) return {Q8_KS, 2, 4, 1};
-            return {Q8_KS, ks, 2, U > 1 && n_in / F::CH <= 32 * ks ? 1 : U};
+            if (LONG_SQUARE<F> && ks == 2) return {Q8_KS, KS_SQUARE<F>, 4, 1};
+            return {Q8_KS, ks, 2, LONG_U1<F> || (U > 1 && n_in / F::CH <= 32 * ks) ? 1 : U};
         }
     }
     /* an LM head (rows for 4 passes of a persistent grid of 4-row warps):
