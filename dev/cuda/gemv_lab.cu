@@ -925,6 +925,11 @@ static const variant variants[] = {
     V_CF("Q4_K", fmt_q4_K, 4, 8, 1, 2), V_CF("Q6_K", fmt_q6_K, 8, 2, 2, 4), V_CF("Q6_K", fmt_q6_K, 4, 2, 1, 4),
     V_CF("Q6_K", fmt_q6_K, 4, 4, 1, 4), V_CF("Q4_K", fmt_q4_K, 4, 2, 2, 4),
 #undef V_CF
+    /* v47 (argument "/gf-"): the gate/up GLU's rows a warp (R, gate and up
+     * each) and items a lane (U); the library's is R = 2, U = 2 ("glu-lib") */
+    {"Q4_K/gf-r1u4", 256, 144, run_glu_lib<fmt_q4_K, 1, 4>}, {"Q4_K/gf-r1u2", 256, 144, run_glu_lib<fmt_q4_K, 1, 2>},
+    {"Q4_K/gf-r2u4", 256, 144, run_glu_lib<fmt_q4_K, 2, 4>}, {"Q4_K/gf-r2u1", 256, 144, run_glu_lib<fmt_q4_K, 2, 1>},
+    {"Q4_K/gf-r4u1", 256, 144, run_glu_lib<fmt_q4_K, 4, 1>}, {"Q4_K/gf-r1u1", 256, 144, run_glu_lib<fmt_q4_K, 1, 1>},
     {"Q4_K/glu-st4x3", 256, 144, run_glu_stream<fmt_q4_K, 4, 4, 3>},
     {"Q4_K/glu-st8x3", 256, 144, run_glu_stream<fmt_q4_K, 4, 8, 3>},
     {"Q4_K/glu-st4x4", 256, 144, run_glu_stream<fmt_q4_K, 4, 4, 4>},
@@ -1453,7 +1458,8 @@ int main(int argc, char **argv) {
         /* no filter: every variant but the tuning sweeps */
         bool wanted = argc <= 2 && !strstr(var->name, "/w") && !strstr(var->name, "/u") && !strstr(var->name, "/r") &&
                       !strstr(var->name, "/ks") && !strstr(var->name, "/lowks") && !strstr(var->name, "/sq") &&
-                      !strstr(var->name, "/cf-");
+                      !strstr(var->name, "/cf-") &&
+                      !strstr(var->name, "/gf-");
         for (int a = 2; a < argc; a++) /* "=NAME": that variant alone; else names containing it */
             wanted |= argv[a][0] == '=' ? !strcmp(var->name, argv[a] + 1) : strstr(var->name, argv[a]) != NULL;
         if (!wanted) continue;

@@ -98,7 +98,10 @@
 #include "cuda/cuda_internal.h"
 #include "cuda/pdl.cuh"
 
+/* 64 and 128 lost (Llama-3-8B Q4_K_M tg128 479.5 -> 473.2 / 472.6; notes v47) */
+#ifndef ATTN_CHUNK_MIN
 #define ATTN_CHUNK_MIN 32         /* cache rows per split: at least ... */
+#endif
 #define ATTN_CHUNK_MAX 256        /* ... and at most (see above) */
 #define ATTN_SPLITS_PER_TOKEN 32  /* n_tok * n_split target while the chunk is below ATTN_CHUNK_MAX */
 #define ATTN_FUSED_MAX_SPLITS 32  /* the last CTA merges at most this many splits (one per lane) */
@@ -433,7 +436,9 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
     }
     /* Only now may the next kernel's blocks launch: triggered at the top, they
      * (and, through their own early triggers, the kernels after them) took
-     * SM slots while this ran, and the step was 4-7% slower (notes v23). */
+     * SM slots while this ran, and the step was 4-7% slower (notes v23);
+     * triggered right after the loads above, Qwen2.5-0.5B 1,712 -> 1,602
+     * t/s and the 8B at depth 4096 384 -> 371 (v47). */
     pdl_launch_dependents();
 
     /* teams of one warp hold the same dims in the same team lane: combine by
