@@ -145,6 +145,19 @@ __device__ __forceinline__ float act_rs_end(double s) {
  * the K-quants' words (12-19 per item, U x R items held across the wait) took
  * the Q4_K/Q6_K kernels from 64-72 to 80-255 registers and Llama-3-8B Q4_K_M
  * from 387 to 359 t/s, so they have no W and load after the wait as before. */
+/* Register caps for the split-K and gate/up kernels, in blocks a multiprocessor
+ * must hold (lab experiment: -DGEMV_KS_MIN_BLOCKS=N); none by default. */
+#ifdef GEMV_KS_MIN_BLOCKS
+#define GEMV_KS_BOUNDS(t) __launch_bounds__(t, GEMV_KS_MIN_BLOCKS)
+#else
+#define GEMV_KS_BOUNDS(t) __launch_bounds__(t)
+#endif
+#ifdef GEMV_GLU_MIN_BLOCKS
+#define GEMV_GLU_BOUNDS(t) __launch_bounds__(t, GEMV_GLU_MIN_BLOCKS)
+#else
+#define GEMV_GLU_BOUNDS(t) __launch_bounds__(t)
+#endif
+
 template <class F, class = void>
 struct has_w : std::false_type {};
 template <class F>
@@ -378,7 +391,7 @@ __device__ __forceinline__ void ks_body(const uint8_t *__restrict__ W, size_t ro
     for (; base_row < n_out; base_row += n_blocks * GROUPS * R) rows(base_row, false);
 }
 template <class F, int WARPS, int R, int U, int KS>
-__global__ void __launch_bounds__(WARPS * 32)
+__global__ void GEMV_KS_BOUNDS(WARPS * 32)
 gemv_q8_ks(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int n_in, int n_out,
            int add) {
     ks_body<F, WARPS, R, U, KS>(W, row_bytes, a, y, n_in, n_out, add, blockIdx.x, gridDim.x);
@@ -424,7 +437,7 @@ gemv_q8_pair(const uint8_t *__restrict__ WA, size_t rb_a, int n_a, const uint8_t
  * matrix (2R dots sharing the activation loads); both matrices have format F
  * and the same row bytes. */
 template <class F, int WARPS, int R, int U, int NT>
-__global__ void __launch_bounds__(WARPS * 32)
+__global__ void GEMV_GLU_BOUNDS(WARPS * 32)
 gemv_q8_glu(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t row_bytes, act_q8 a,
             float *__restrict__ h, int h_stride, int n_in, int n_out, int act) {
     pdl_launch_dependents();
