@@ -275,11 +275,21 @@ __device__ __forceinline__ void dot_rows(const uint8_t *const (&wr)[R], const ac
  * stride, so the launcher may start fewer blocks than row groups (a
  * persistent grid: see gemv.cu for why). blockIdx.y picks a chunk of NT
  * tokens: the weights are read once per chunk. */
+/* Formats whose plain GEMV lets the next kernel launch only at its end; the
+ * others trigger at the top. Q3_K's heavy dot ran slower under PDL than
+ * without it, the next launch's early blocks in its way; triggered at the end
+ * (kernel lab, PDL graph us): 14336 x 4096 27.5 -> 20.8, 4096 x 14336 17.0 ->
+ * 15.5, 4096 x 4096 7.0 -> 6.8, Q2_K (left as it was) the same in both builds (notes
+ * v49). */
+template <class F>
+struct late_trigger : std::false_type {};
+template <>
+struct late_trigger<fmt_q3_K> : std::true_type {};
 template <class F, int WARPS, int R, int U, int NT>
 __device__ __forceinline__ void q8_body(const uint8_t *__restrict__ W, size_t row_bytes, const act_q8 &a,
                                         float *__restrict__ y, int y_stride, int n_in, int n_out, int add,
                                         unsigned long long *best, int block, int n_blocks) {
-    pdl_launch_dependents();
+    if constexpr (!late_trigger<F>::value) pdl_launch_dependents();
     fmt_prepare<F>();
     const int lane = threadIdx.x & 31, t0 = blockIdx.y * NT;
     const int first = (block * WARPS + (threadIdx.x >> 5)) * R;
@@ -320,6 +330,7 @@ __device__ __forceinline__ void q8_body(const uint8_t *__restrict__ W, size_t ro
     int row0 = first;
     if (AHEAD && row0 < n_out) group(row0, true), row0 += n_blocks * WARPS * R;
     for (; row0 < n_out; row0 += n_blocks * WARPS * R) group(row0, false);
+    if constexpr (late_trigger<F>::value) pdl_launch_dependents();
     if (best) block_offer_best(best, mine);
 }
 template <class F, int WARPS, int R, int U, int NT>
