@@ -34,9 +34,11 @@ if "$nib" inspect 2>/dev/null; then bad "inspect without a file exits 0"; else o
 # tiny-llama (2 layers, untied) in every type; the file's formats follow llama.cpp's mix:
 # Q4_K_M and Q5_K_M put attn_v/ffn_down in Q6_K on layers where use_more_bits(i, 2) holds
 # (layer 1, not 0) and the LM head in Q6_K; Q4_0, Q4_1, Q5_0, Q5_1 have a Q6_K head too;
-# Q6_K, Q8_0 and F16 are uniform.
+# Q6_K, Q8_0 and F16 are uniform. Q3_K_M: attn_v in Q5_K on the first two layers, ffn_down
+# in Q5_K on the first 16th (none of 2) else Q4_K, attn_output Q4_K; Q2_K: attn_v in Q3_K
+# (4 heads on 2 KV heads: a group under 4), ffn_down and attn_output in Q3_K.
 tensor_type() { echo "$2" | awk -v n="$1" '$2 == n { print $3 }'; }
-for t in F16 Q8_0 Q4_0 Q4_K_M Q4_1 Q5_0 Q5_1 Q5_K_M Q6_K; do
+for t in F16 Q8_0 Q4_0 Q4_K_M Q4_1 Q5_0 Q5_1 Q5_K_M Q6_K Q3_K_M Q2_K; do
     f="$tmp/synth-$t.gguf"
     if ! "$nib" synth --shape tiny-llama --type "$t" --seed 7 -o "$f" >"$tmp/out" 2>&1; then
         bad "synth tiny-llama $t: $(cat "$tmp/out")"; continue
@@ -48,10 +50,13 @@ for t in F16 Q8_0 Q4_0 Q4_K_M Q4_1 Q5_0 Q5_1 Q5_K_M Q6_K; do
                 Q4_0) want="2 Q4_0 Q4_0 Q4_0 Q4_0 Q4_0 Q6_K";; Q4_K_M) want="15 Q4_K Q4_K Q6_K Q4_K Q6_K Q6_K";;
                 Q4_1) want="3 Q4_1 Q4_1 Q4_1 Q4_1 Q4_1 Q6_K";; Q5_0) want="8 Q5_0 Q5_0 Q5_0 Q5_0 Q5_0 Q6_K";;
                 Q5_1) want="9 Q5_1 Q5_1 Q5_1 Q5_1 Q5_1 Q6_K";; Q5_K_M) want="17 Q5_K Q5_K Q6_K Q5_K Q6_K Q6_K";;
-                Q6_K) want="18 Q6_K Q6_K Q6_K Q6_K Q6_K Q6_K";; esac
+                Q6_K) want="18 Q6_K Q6_K Q6_K Q6_K Q6_K Q6_K";;
+                Q3_K_M) want="12 Q3_K Q5_K Q5_K Q4_K Q4_K Q6_K Q4_K";;
+                Q2_K) want="10 Q2_K Q3_K Q3_K Q3_K Q3_K Q6_K Q3_K";; esac
     got="$(echo "$ins" | awk '$1 == "general.file_type" { print $3 }')"
     for n in token_embd.weight blk.0.attn_v.weight blk.1.attn_v.weight blk.0.ffn_down.weight \
              blk.1.ffn_down.weight output.weight; do got="$got $(tensor_type $n "$ins")"; done
+    case $t in Q3_K_M|Q2_K) got="$got $(tensor_type blk.1.attn_output.weight "$ins")";; esac
     [ "$got" = "$want" ] && ok "synth $t: file_type and types of embd, attn_v 0/1, ffn_down 0/1, output" \
         || bad "synth $t: file_type/types '$got', expected '$want'"
     nt=$(echo "$ins" | grep -cE '^ +[0-9]+  blk\.|^ +[0-9]+  (token_embd|output)')
@@ -72,6 +77,15 @@ $(tensor_type blk.1.attn_v.weight "$ins") $(tensor_type blk.1.ffn_down.weight "$
     "$nib" run "$tmp/q2.gguf" -p "hello" -n 4 --temp 0 >/dev/null 2>"$tmp/err" && grep -q "generated 4 tokens" "$tmp/err" \
         && ok "nib run on synth tiny-qwen2 generates 4 tokens" || bad "nib run on tiny-qwen2: $(tail -2 "$tmp/err")"
 else bad "synth tiny-qwen2: $(cat "$tmp/out")"; fi
+# Q3_K_M on 192-wide rows: Q3_K falls back to IQ4_NL, Q5_K (attn_v) to Q5_1, as llama.cpp's do
+if "$nib" synth --shape tiny-qwen2 --type Q3_K_M -o "$tmp/q3.gguf" >"$tmp/out" 2>&1; then
+    ins=$("$nib" inspect "$tmp/q3.gguf")
+    got="$(tensor_type blk.0.attn_q.weight "$ins") $(tensor_type blk.0.attn_v.weight "$ins")"
+    [ "$got" = "IQ4_NL Q5_1" ] && ok "synth tiny-qwen2 Q3_K_M: IQ4_NL and Q5_1 fallbacks" \
+        || bad "synth tiny-qwen2 Q3_K_M types: $got"
+    "$nib" run "$tmp/q3.gguf" -p "hello" -n 4 --temp 0 >/dev/null 2>"$tmp/err" && grep -q "generated 4 tokens" "$tmp/err" \
+        && ok "nib run on synth tiny-qwen2 Q3_K_M generates 4 tokens" || bad "nib run on tiny-qwen2 Q3_K_M: $(tail -2 "$tmp/err")"
+else bad "synth tiny-qwen2 Q3_K_M: $(cat "$tmp/out")"; fi
 # gemma3: QK-norms and the norms after attention and FFN, the sliding window key, 128-wide
 # rows (Q5_0/Q8_0 fallbacks as in the real Gemma 3 270M Q4_K_M file; V gets more bits in
 # layers 2, 5 and 6 of 7), tied head; 7 layers: local ones and the global 6th

@@ -19,7 +19,7 @@ static void usage(FILE *f) {
             "usage: nib synth --shape NAME --type TYPE -o FILE.gguf [--seed N] [-t N]\n"
             "       nib synth --list\n"
             "  --shape NAME   an architecture's shapes (see --list)\n"
-            "  --type TYPE    F16, Q8_0, Q6_K, Q5_K_M, Q5_1, Q5_0, Q4_K_M, Q4_1 or Q4_0:\n"
+            "  --type TYPE    F16, Q8_0, Q6_K, Q5_K_M, Q5_1, Q5_0, Q4_K_M, Q4_1, Q4_0, Q3_K_M or Q2_K:\n"
             "                 llama.cpp's mix for that file type\n"
             "  -o FILE        the GGUF file to write (replaced if it exists)\n"
             "  --seed N       the weights are a function of (shape, type, seed); default 1\n"

@@ -63,16 +63,18 @@ static const nib_synth_shape shapes[] = {
  * file_type is llama.cpp's llama_ftype (LLAMA_FTYPE_MOSTLY_*). F16 is not
  * "mixed": llama.cpp runs its per-tensor rules only for quantized targets. */
 static const nib_synth_ftype ftypes[] = {
-    /* name     base           ftype mixed  more_bits */
-    {"F16",    NIB_TYPE_F16,  1,    false, false},
-    {"Q8_0",   NIB_TYPE_Q8_0, 7,    true,  false},
-    {"Q4_0",   NIB_TYPE_Q4_0, 2,    true,  false},
-    {"Q4_K_M", NIB_TYPE_Q4_K, 15,   true,  true},
-    {"Q4_1",   NIB_TYPE_Q4_1, 3,    true,  false},
-    {"Q5_0",   NIB_TYPE_Q5_0, 8,    true,  false},
-    {"Q5_1",   NIB_TYPE_Q5_1, 9,    true,  false},
-    {"Q5_K_M", NIB_TYPE_Q5_K, 17,   true,  true},  /* llama.cpp gives Q5_K_M Q4_K_M's more-bits rule */
-    {"Q6_K",   NIB_TYPE_Q6_K, 18,   true,  false},
+    /* name     base           ftype mixed */
+    {"F16",    NIB_TYPE_F16,  1,    false},
+    {"Q8_0",   NIB_TYPE_Q8_0, 7,    true},
+    {"Q4_0",   NIB_TYPE_Q4_0, 2,    true},
+    {"Q4_K_M", NIB_TYPE_Q4_K, 15,   true},
+    {"Q4_1",   NIB_TYPE_Q4_1, 3,    true},
+    {"Q5_0",   NIB_TYPE_Q5_0, 8,    true},
+    {"Q5_1",   NIB_TYPE_Q5_1, 9,    true},
+    {"Q5_K_M", NIB_TYPE_Q5_K, 17,   true},
+    {"Q6_K",   NIB_TYPE_Q6_K, 18,   true},
+    {"Q3_K_M", NIB_TYPE_Q3_K, 12,   true},
+    {"Q2_K",   NIB_TYPE_Q2_K, 10,   true},
 };
 #define N_FTYPES ((int)(sizeof ftypes / sizeof ftypes[0]))
 
@@ -111,6 +113,9 @@ typedef struct fill_row {
 } fill_row;
 
 static const fill_row fill_table[] = {
+    {NIB_TYPE_Q2_K, offsetof(block_q2_K, d), offsetof(block_q2_K, dmin), 1.5f, false},
+    {NIB_TYPE_Q3_K, offsetof(block_q3_K, d), -1, 0.0f, true},  /* x = d*(sc-32)*(q-4 or q) */
+    {NIB_TYPE_IQ4_NL, offsetof(block_iq4_nl, d), -1, 0.0f, true},  /* Q2_K/Q3_K's fallback */
     {NIB_TYPE_Q4_0, offsetof(block_q4_0, d), -1, 0.0f, true},
     {NIB_TYPE_Q4_1, offsetof(block_q4_1, d), offsetof(block_q4_1, m), -7.5f, false},
     {NIB_TYPE_Q5_0, offsetof(block_q5_0, d), -1, 0.0f, true},
@@ -212,7 +217,7 @@ static nib_status calibrate(nib_type t, float *rms_unit, nib_error *err) {
 
 typedef enum synth_kind { KIND_MATRIX, KIND_NORM, KIND_BIAS } synth_kind;
 typedef enum synth_role {
-    ROLE_TOKEN_EMBD, ROLE_OUTPUT, ROLE_ATTN_V, ROLE_FFN_DOWN, ROLE_OTHER,
+    ROLE_TOKEN_EMBD, ROLE_OUTPUT, ROLE_ATTN_V, ROLE_ATTN_OUTPUT, ROLE_FFN_DOWN, ROLE_OTHER,
 } synth_role;
 typedef enum synth_dim { DIM_NONE, DIM_EMBD, DIM_Q, DIM_KV, DIM_FF, DIM_VOCAB, DIM_HEAD } synth_dim;
 typedef enum synth_only { ALL, BIAS, GEMMA3 } synth_only;  /* which shapes have the tensor */
@@ -234,7 +239,7 @@ static const struct {
     {"attn_v.bias",                KIND_BIAS,   ROLE_OTHER,    DIM_KV,   DIM_NONE, BIAS},
     {"attn_q_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_HEAD, DIM_NONE, GEMMA3},
     {"attn_k_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_HEAD, DIM_NONE, GEMMA3},
-    {"attn_output.weight",         KIND_MATRIX, ROLE_OTHER,    DIM_Q,    DIM_EMBD, ALL},
+    {"attn_output.weight",         KIND_MATRIX, ROLE_ATTN_OUTPUT, DIM_Q, DIM_EMBD, ALL},
     {"post_attention_norm.weight", KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, GEMMA3},
     {"ffn_norm.weight",            KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, ALL},
     {"ffn_gate.weight",            KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF,   ALL},
@@ -282,6 +287,40 @@ static int64_t dim_of(const nib_synth_shape *sh, synth_dim d) {
  * layer order (the loader sorts weights by layer), so i is the layer index. */
 static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
+/* llama_tensor_get_type's per-tensor choices for the mixed file types we
+ * offer (llama-family layouts: no experts, not Falcon, not 70B): a matrix of
+ * that role in that file type becomes `yes` where the condition holds on its
+ * layer, else `no` (NIB_TYPE_COUNT: the file type's base). attn_v's counter
+ * there is the layer index here (one attn_v a layer). */
+typedef enum mix_when { WHEN_ALWAYS, WHEN_MORE_BITS, WHEN_FIRST_2, WHEN_FIRST_16TH, WHEN_GQA_4 } mix_when;
+static const struct {
+    uint32_t file_type;
+    synth_role role;
+    mix_when when;
+    nib_type yes, no;
+} mix_rules[] = {
+    {15, ROLE_ATTN_V, WHEN_MORE_BITS, NIB_TYPE_Q6_K, NIB_TYPE_COUNT},     /* Q4_K_M */
+    {15, ROLE_FFN_DOWN, WHEN_MORE_BITS, NIB_TYPE_Q6_K, NIB_TYPE_COUNT},
+    {17, ROLE_ATTN_V, WHEN_MORE_BITS, NIB_TYPE_Q6_K, NIB_TYPE_COUNT},     /* Q5_K_M */
+    {17, ROLE_FFN_DOWN, WHEN_MORE_BITS, NIB_TYPE_Q6_K, NIB_TYPE_COUNT},
+    {12, ROLE_ATTN_V, WHEN_FIRST_2, NIB_TYPE_Q5_K, NIB_TYPE_Q4_K},        /* Q3_K_M */
+    {12, ROLE_FFN_DOWN, WHEN_FIRST_16TH, NIB_TYPE_Q5_K, NIB_TYPE_Q4_K},
+    {12, ROLE_ATTN_OUTPUT, WHEN_ALWAYS, NIB_TYPE_Q4_K, NIB_TYPE_COUNT},
+    {10, ROLE_ATTN_V, WHEN_GQA_4, NIB_TYPE_Q4_K, NIB_TYPE_Q3_K},          /* Q2_K */
+    {10, ROLE_FFN_DOWN, WHEN_ALWAYS, NIB_TYPE_Q3_K, NIB_TYPE_COUNT},
+    {10, ROLE_ATTN_OUTPUT, WHEN_ALWAYS, NIB_TYPE_Q3_K, NIB_TYPE_COUNT},
+};
+
+static bool mix_holds(mix_when w, const nib_synth_shape *sh, int il) {
+    switch (w) {
+    case WHEN_MORE_BITS: return use_more_bits(il, sh->n_layer);
+    case WHEN_FIRST_2: return il < 2;
+    case WHEN_FIRST_16TH: return il < sh->n_layer / 16;
+    case WHEN_GQA_4: return sh->n_head_kv > 0 && sh->n_head / sh->n_head_kv >= 4;
+    default: return true;
+    }
+}
+
 /* The format of a matrix, as llama_tensor_get_type picks it for the file types
  * we offer, then its fallback when rows are not whole blocks (qwen2.5-0.5b's
  * 896, smollm2's 576). NIB_TYPE_COUNT: llama.cpp would refuse too. */
@@ -292,12 +331,17 @@ static nib_type pick_type(const nib_synth_ftype *ft, const nib_synth_shape *sh, 
     if (head) {
         if (n_in % nib_type_block_elems(t) != 0) t = NIB_TYPE_Q8_0;
         else if (t != NIB_TYPE_Q8_0) t = NIB_TYPE_Q6_K;
-    } else if ((role == ROLE_ATTN_V || role == ROLE_FFN_DOWN) && ft->more_bits && use_more_bits(il, sh->n_layer)) {
-        t = NIB_TYPE_Q6_K;
+    } else {
+        for (size_t i = 0; i < sizeof mix_rules / sizeof mix_rules[0]; i++)
+            if (mix_rules[i].file_type == ft->file_type && mix_rules[i].role == role) {
+                const nib_type pick = mix_holds(mix_rules[i].when, sh, il) ? mix_rules[i].yes : mix_rules[i].no;
+                if (pick != NIB_TYPE_COUNT) t = pick;
+            }
     }
     if (n_in % nib_type_block_elems(t) == 0) return t;
     static const struct { nib_type from, to; } fallback[] = {
         {NIB_TYPE_Q4_K, NIB_TYPE_Q5_0}, {NIB_TYPE_Q5_K, NIB_TYPE_Q5_1}, {NIB_TYPE_Q6_K, NIB_TYPE_Q8_0},
+        {NIB_TYPE_Q3_K, NIB_TYPE_IQ4_NL}, {NIB_TYPE_Q2_K, NIB_TYPE_IQ4_NL},
     };
     for (size_t i = 0; i < sizeof fallback / sizeof fallback[0]; i++)
         if (fallback[i].from == t) {

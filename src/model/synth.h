@@ -52,8 +52,8 @@ typedef struct nib_synth_ftype {
     const char *name;     /* "Q4_K_M" */
     nib_type base;        /* most 2-D weights */
     uint32_t file_type;   /* general.file_type: llama.cpp's llama_ftype number (file format) */
-    bool mixed;           /* llama_tensor_get_type applies: LM head upgrade, fallbacks */
-    bool more_bits;       /* Q4_K_M, Q5_K_M: attn_v and ffn_down in Q6_K where use_more_bits(il, n) */
+    bool mixed;           /* llama_tensor_get_type applies: LM head upgrade, per-tensor rules (synth.c
+                           * mix_rules), fallbacks */
 } nib_synth_ftype;
 
 int nib_synth_n_shapes(void);
