@@ -364,7 +364,7 @@ def test_synth_files(lib, nib, tmp):
     code) to finite values, bit-identical to nib's; matrices have std near
     1/sqrt(n_in); the vocabulary has one token per embedding row."""
     for shape in ("tiny-llama", "tiny-qwen2"):
-        for ftype in ("F16", "Q8_0", "Q4_0", "Q4_K_M"):
+        for ftype in ("F16", "Q8_0", "Q4_0", "Q4_K_M", "Q3_K_M", "Q2_K"):
             path = os.path.join(tmp, f"synth-{shape}-{ftype}.gguf")
             p = subprocess.run([nib, "synth", "--shape", shape, "--type", ftype, "-o", path],
                                capture_output=True, text=True)
