@@ -624,6 +624,113 @@ static void run_glu_stream(const lab_ctx *c) {
         glu_stream<F, W, TR, ST><<<grid, W * 32, 2 * cover * ST, c->st>>>(c->W, Wu, c->row_bytes, a, c->y, c->n_in,
                                                                            rows, (int)GLU_SILU, cover);
 }
+__global__ void fill_random(uint32_t *p, size_t n_words, uint32_t seed);
+__global__ void set_d(uint8_t *W, size_t n_blocks, int bytes, int d_off);
+/* v50 (argument "/gks-"): the gate/up GLU split over K, as the downs are
+ * (gemv_kernels.cuh ks_body): KS warps of a block share R rows of gate and R
+ * of up, their 32 * KS lanes striding the row's items, and add their parts
+ * through shared memory before the GLU epilogue. Why: the library's GLU
+ * (one warp a row pair, 2 rows of each at U = 2) streams 4096 x 28672 Q4_K at
+ * 21.1 us against a read floor of 16.6; on the about square 4096-wide
+ * matrices the same split with 4 rows a group took 7.7 -> 6.3 us (v27), one
+ * item a lane in a single pass instead of two, twice the warps in flight. */
+template <class F, int WARPS, int R, int U, int KS>
+__global__ void __launch_bounds__(WARPS * 32)
+lab_glu_ks(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t row_bytes, act_q8 a,
+           float *__restrict__ h, int n_in, int n_out, int act) {
+    static_assert(WARPS % KS == 0, "whole groups of KS warps");
+    constexpr int GROUPS = WARPS / KS;
+    pdl_launch_dependents();
+    fmt_prepare<F>();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, group = warp / KS, k = warp % KS;
+    const int base_first = blockIdx.x * GROUPS * R;
+    ahead<F, 2 * R, U> pre;
+    {
+        const int first = base_first + group * R;
+        if (k == 0 && first < n_out && 2 * (size_t)n_out * row_bytes <= PREFETCH_MAX_BYTES) {
+            const size_t bytes = (size_t)min(R, n_out - first) * row_bytes;
+            prefetch_rows_l2(Wg + (size_t)first * row_bytes, bytes, lane);
+            prefetch_rows_l2(Wu + (size_t)first * row_bytes, bytes, lane);
+        }
+    }
+    pdl_wait();
+    const double rsp = act_rs_begin(a, lane);
+    __shared__ float part[WARPS][2 * R];
+    for (int base_row = base_first; base_row < n_out; base_row += gridDim.x * GROUPS * R) {
+        const int row0 = base_row + group * R;
+        const uint8_t *wr[2 * R];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const size_t off = (size_t)min(row0 + r, n_out - 1) * row_bytes;
+            wr[r] = Wg + off, wr[R + r] = Wu + off;
+        }
+        float acc[1][2 * R];
+        dot_rows<F, 2 * R, U, 1, 32 * KS>(wr, a, 0, n_in, k * 32 + lane, acc, pre, false);
+        if (lane == 0)
+#pragma unroll
+            for (int r = 0; r < 2 * R; r++) part[warp][r] = acc[0][r];
+        const float rs = act_rs_end(rsp);
+        __syncthreads();
+        if (k == 0 && lane < R && row0 + lane < n_out) {
+            float g = 0.0f, u = 0.0f;
+#pragma unroll
+            for (int j = 0; j < KS; j++) g += part[group * KS + j][lane], u += part[group * KS + j][R + lane];
+            h[row0 + lane] = glu_act(act, g * rs) * (u * rs);
+        }
+        __syncthreads();
+    }
+}
+template <class F, int W, int R, int U, int KS>
+static void run_glu_ks(const lab_ctx *c) {
+    static int most = 0;
+    if (!most) most = persistent_blocks(lab_glu_ks<F, W, R, U, KS>, W * 32);
+    const int rows = c->n_out / 2;
+    int grid = CEIL_DIV(rows, (W / KS) * R);
+    if (grid > most) grid = most;
+    const act_q8 a = lab_act(c);
+    launch(lab_glu_ks<F, W, R, U, KS>, grid, W * 32, c->st, c->W, c->W + (size_t)rows * c->row_bytes, c->row_bytes,
+           a, c->y, c->n_in, rows, (int)GLU_SILU);
+}
+/* v50's check: the split GLU against the library's on the same blocks, within
+ * 1e-5 of max |h| (the split adds its parts in another order) */
+template <class F, int W, int R, int U, int KS>
+static void check_glu_ks(const char *name, float *x, int8_t *xq, float2 *xds, act_scale *sc, int k, int n) {
+    const size_t row_bytes = (size_t)(k / F::QK) * F::BYTES;
+    uint8_t *Wt;
+    float *y1, *y2;
+    CK(cudaMalloc(&Wt, 2 * row_bytes * n + 256));
+    CK(cudaMalloc(&y1, sizeof(float) * n));
+    CK(cudaMalloc(&y2, sizeof(float) * n));
+    fill_random<<<2048, 256>>>((uint32_t *)Wt, (2 * row_bytes * n + 256) / 4, 97u);
+    set_d<<<1024, 256>>>(Wt, 2 * (size_t)n * (k / F::QK), F::BYTES, 0);
+    set_d<<<1024, 256>>>(Wt + 2, 2 * (size_t)n * (k / F::QK), F::BYTES, 0); /* dmin too */
+    quantize_act_q8<<<CEIL_DIV(k, 256), 256>>>(x, xq, xds, k, 1, k, sc);
+    act_q8 a;
+    a.xq = xq, a.xds = xds, a.qs_stride = k, a.n_tok = 1, a.sc = sc;
+    const uint8_t *Wu = Wt + (size_t)n * row_bytes;
+    gemv_q8_glu<F, 4, 2, 2, 1><<<CEIL_DIV(n, 8), 128>>>(Wt, Wu, row_bytes, a, y1, n, k, n, (int)GLU_SILU);
+    CK(cudaMemset(y2, 0xFF, sizeof(float) * n)); /* NaN: an unwritten output shows */
+    lab_glu_ks<F, W, R, U, KS><<<CEIL_DIV(n, (W / KS) * R), W * 32>>>(Wt, Wu, row_bytes, a, y2, k, n, (int)GLU_SILU);
+    CK_LAUNCH("glu ks check");
+    CK(cudaDeviceSynchronize());
+    float *h1 = (float *)malloc(sizeof(float) * n), *h2 = (float *)malloc(sizeof(float) * n);
+    CK(cudaMemcpy(h1, y1, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h2, y2, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    double mx = 0.0, err = 0.0;
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(h1[i]) || !isfinite(h2[i])) bad++;
+        mx = fabs(h1[i]) > mx ? fabs(h1[i]) : mx;
+        err = fabs(h1[i] - h2[i]) > err ? fabs(h1[i] - h2[i]) : err;
+    }
+    const bool ok = bad == 0 && mx > 0.0 && err <= 1e-5 * mx;
+    printf("%s check (%dx%d): max |diff| %.3g of max |h| %.3g, %d not finite (%s)\n", name, k, n, err, mx, bad,
+           ok ? "ok" : "DIFFER");
+    free(h1), free(h2);
+    CK(cudaFree(Wt));
+    CK(cudaFree(y1));
+    CK(cudaFree(y2));
+}
 /* the library's one-token GLU launch (gemv.cu launch_q8_glu): R rows of
  * gate and up a warp, U items, on a persistent grid */
 template <class F, int R, int U>
@@ -925,6 +1032,11 @@ static const variant variants[] = {
     V_CF("Q4_K", fmt_q4_K, 4, 8, 1, 2), V_CF("Q6_K", fmt_q6_K, 8, 2, 2, 4), V_CF("Q6_K", fmt_q6_K, 4, 2, 1, 4),
     V_CF("Q6_K", fmt_q6_K, 4, 4, 1, 4), V_CF("Q4_K", fmt_q4_K, 4, 2, 2, 4),
 #undef V_CF
+    /* v50 (argument "/gks-"): the GLU split over K, /gks-wWrRuUkK */
+#define V_GKS(W, R, U, KS) {"Q4_K/gks-w" #W "r" #R "u" #U "k" #KS, 256, 144, run_glu_ks<fmt_q4_K, W, R, U, KS>}
+    V_GKS(4, 2, 1, 2), V_GKS(4, 4, 1, 2), V_GKS(4, 2, 1, 4), V_GKS(4, 1, 1, 2), V_GKS(8, 2, 1, 2),
+    V_GKS(8, 4, 1, 2), V_GKS(4, 1, 2, 2), V_GKS(4, 1, 1, 4),
+#undef V_GKS
     /* v47 (argument "/gf-"): the gate/up GLU's rows a warp (R, gate and up
      * each) and items a lane (U); the library's is R = 2, U = 2 ("glu-lib") */
     {"Q4_K/gf-r1u4", 256, 144, run_glu_lib<fmt_q4_K, 1, 4>}, {"Q4_K/gf-r1u2", 256, 144, run_glu_lib<fmt_q4_K, 1, 2>},
@@ -1453,13 +1565,20 @@ int main(int argc, char **argv) {
                                        gemv_q8_ks<fmt_q4_K_h, 4, 4, 2, 2><<<CEIL_DIV(nn, 8), 128>>>(W, rb, a, y2, kk, nn, 0);
                                    });
         }
+    for (int a = 2; a < argc; a++)
+        if (!strcmp(argv[a], "check-gks")) { /* v50: the split GLU against the library's */
+            check_glu_ks<fmt_q4_K, 4, 2, 1, 2>("Q4_K/gks-w4r2u1k2", x, xq, xds, sc, 4096, 14336);
+            check_glu_ks<fmt_q4_K, 4, 1, 1, 4>("Q4_K/gks-w4r1u1k4", x, xq, xds, sc, 4096, 14333);
+            check_glu_ks<fmt_q4_K, 8, 4, 1, 2>("Q4_K/gks-w8r4u1k2", x, xq, xds, sc, 2048, 1000);
+        }
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         const variant *var = &variants[v];
         /* no filter: every variant but the tuning sweeps */
         bool wanted = argc <= 2 && !strstr(var->name, "/w") && !strstr(var->name, "/u") && !strstr(var->name, "/r") &&
                       !strstr(var->name, "/ks") && !strstr(var->name, "/lowks") && !strstr(var->name, "/sq") &&
                       !strstr(var->name, "/cf-") &&
-                      !strstr(var->name, "/gf-");
+                      !strstr(var->name, "/gf-") &&
+                      !strstr(var->name, "/gks-");
         for (int a = 2; a < argc; a++) /* "=NAME": that variant alone; else names containing it */
             wanted |= argv[a][0] == '=' ? !strcmp(var->name, argv[a] + 1) : strstr(var->name, argv[a]) != NULL;
         if (!wanted) continue;
