@@ -1031,6 +1031,9 @@ static const variant variants[] = {
     V_CF("Q4_K", fmt_q4_K, 4, 2, 1, 4), V_CF("Q4_K", fmt_q4_K, 8, 2, 1, 4), V_CF("Q4_K", fmt_q4_K, 8, 2, 2, 4),
     V_CF("Q4_K", fmt_q4_K, 4, 8, 1, 2), V_CF("Q6_K", fmt_q6_K, 8, 2, 2, 4), V_CF("Q6_K", fmt_q6_K, 4, 2, 1, 4),
     V_CF("Q6_K", fmt_q6_K, 4, 4, 1, 4), V_CF("Q4_K", fmt_q4_K, 4, 2, 2, 4),
+    /* v51: 8 warps a row group on the long rows (one pass of one item a lane on 14336-wide Q4_K/Q6_K rows) */
+    V_CF("Q4_K", fmt_q4_K, 8, 2, 1, 8), V_CF("Q4_K", fmt_q4_K, 8, 4, 1, 8), V_CF("Q6_K", fmt_q6_K, 8, 2, 1, 8),
+    V_CF("Q6_K", fmt_q6_K, 8, 1, 1, 8), V_CF("Q4_K", fmt_q4_K, 8, 1, 1, 8),
 #undef V_CF
     /* v50 (argument "/gks-"): the GLU split over K, /gks-wWrRuUkK */
 #define V_GKS(W, R, U, KS) {"Q4_K/gks-w" #W "r" #R "u" #U "k" #KS, 256, 144, run_glu_ks<fmt_q4_K, W, R, U, KS>}
