@@ -373,7 +373,8 @@ static void check_x4_matches_single(nib_type t, const cpu_kernel *k) {
     const nib_type_traits *at = tr(k->act_type);
     int diffs = 0;
     for (int rep = 0; rep < 50; rep++) {
-        const int64_t n = 256 * (1 + (int64_t)(rng_u64() % 12));
+        /* an odd block count for the 32-element formats every third row (pair kernels' tail) */
+        const int64_t n = 256 * (1 + (int64_t)(rng_u64() % 12)) + (tr(t)->block_elems == 32 && rep % 3 == 0 ? 32 : 0);
         const size_t arb = row_bytes(k->act_type, n);
         weight_row(t, wq, n, rep & 1);
         for (int r = 0; r < 4; r++) {
@@ -410,7 +411,10 @@ static void check_dot_kernels(nib_simd_level level) {
         for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
             /* float formats: odd lengths too, for the scalar tails */
             int64_t n = tt->block_elems == 1 ? 32 * blocks[bi] + (int64_t)bi * 3 : blocks[bi] * tt->block_elems;
-            if (tt->block_elems < 256) n *= 8; /* legacy blocks are short: reach thousands of elements */
+            /* legacy blocks are short: reach thousands of elements, with an odd
+             * block count every other size (kernels that take blocks in pairs
+             * have a tail step) */
+            if (tt->block_elems < 256) n = n * 8 + (bi & 1 ? tt->block_elems : 0);
             for (int rep = 0; rep < 60; rep++, runs++) {
                 weight_row(t, wq, n, rep & 1);
                 activation_floats(x, n);
