@@ -3,6 +3,8 @@
  * the GPU is later held to is as accurate as it can cheaply be. */
 #include "ops/ops.h"
 
+#include "cpu/cpu.h"
+
 #include <math.h>
 
 void nib_rmsnorm(float *y, const float *x, const float *w, int64_t n, float eps) {
@@ -53,6 +55,14 @@ void nib_swiglu(float *gate, const float *up, int64_t n) {
 }
 
 void nib_geglu_tanh(float *gate, const float *up, int64_t n) {
+    if (nib_cpu_simd_level() >= NIB_SIMD_AVX2) {
+        nib_geglu_tanh_avx2(gate, up, n);
+        return;
+    }
+    nib_geglu_tanh_ref(gate, up, n);
+}
+
+void nib_geglu_tanh_ref(float *gate, const float *up, int64_t n) {
     /* the tanh approximation of GELU, as Gemma was trained with */
     const float k = 0.7978845608028654f;  /* sqrt(2/pi) */
     for (int64_t i = 0; i < n; i++) {

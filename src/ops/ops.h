@@ -28,9 +28,13 @@ void nib_rope_apply(float *x, int64_t pos, const nib_rope *r);
 void nib_rope_table(float *cs, int64_t pos, const nib_rope *r);
 void nib_rope_apply_table(float *x, const float *cs, const nib_rope *r);
 
-/* gate = act(gate) * up over n elements. */
+/* gate = act(gate) * up over n elements. nib_geglu_tanh takes the AVX2 form
+ * where the CPU has it: the same operations but tanh, which is a vector
+ * approximation there (ops/act_avx2.c) instead of libm's tanhf (the reference). */
 void nib_swiglu(float *gate, const float *up, int64_t n);
 void nib_geglu_tanh(float *gate, const float *up, int64_t n);
+void nib_geglu_tanh_ref(float *gate, const float *up, int64_t n);  /* scalar reference */
+void nib_geglu_tanh_avx2(float *gate, const float *up, int64_t n); /* AVX2/FMA: only when the CPU has them */
 
 /* Attention of a group of query heads sharing one KV head (GQA) over cached
  * positions [j0, j1): out[h] = softmax(scale * q[h] . K[j]) . V[j]. K and V
