@@ -1,4 +1,5 @@
-/* AVX-512 VNNI dots: Q4_0, Q5_0, Q8_0 (with Q8_0) and Q4_K, Q6_K (with Q8_K).
+/* AVX-512 VNNI dots: Q4_0, Q5_0, Q8_0 (with Q8_0), Q4_1, Q5_1 (with Q8_1) and
+ * Q4_K, Q6_K (with Q8_K).
  *
  * What VNNI changes: vpdpbusd sums four u8 x s8 products into an int32 lane
  * with no int16 stage (replacing maddubs + madd + add), and vpdpwssd
@@ -150,6 +151,102 @@ float cpu_dot_q8_0_q8_0_avx512(int64_t n, const void *w, const void *a) {
 }
 void cpu_dot_q8_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
     pair_dot(PAIR_Q8_0, 4, n, w, a, a_stride, out);
+}
+
+/* ---- Q4_1, Q5_1 with Q8_1, two blocks a 512-bit register --------------------------------
+ * x = d q + m with q unsigned (0..15, 0..31), so no sign trick: vpdpbusd takes
+ * q as the u8 operand and the activations as they are. The offset's share of
+ * a block, m d_a sum(y), is m times the Q8_1 block's s: the pair products
+ * [d_w d_a, m s] of a block are one multiply of the two fp16 pairs each block
+ * starts with (as the AVX2 file does); the m s lanes add up apart. */
+typedef enum { MPAIR_Q4_1, MPAIR_Q5_1 } mpair_fmt;
+
+static ALWAYS_INLINE size_t mpair_block_bytes(mpair_fmt f) {
+    return f == MPAIR_Q4_1 ? sizeof(block_q4_1) : sizeof(block_q5_1);
+}
+
+/* a block's 32 unsigned codes: the nibbles, and for Q5_1 0x10 or-ed in where the fifth bit is set */
+static ALWAYS_INLINE __m256i mpair_codes(mpair_fmt f, const uint8_t *blk) {
+    if (f == MPAIR_Q4_1) return simd_legacy_nibbles(((const block_q4_1 *)blk)->qs);
+    const block_q5_1 *b = (const block_q5_1 *)blk;
+    uint32_t h;
+    memcpy(&h, b->qh, 4);
+    const __m256i nib = simd_legacy_nibbles(b->qs);
+    return _mm256_mask_blend_epi8((__mmask32)h, nib, _mm256_or_si256(nib, _mm256_set1_epi8(0x10)));
+}
+
+/* the two fp16 a block starts with ([d, m] for the weights, [d, s] for Q8_1) as floats in lanes 0, 1 */
+static ALWAYS_INLINE __m128 mpair_half2(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm_cvtph_ps(_mm_cvtsi32_si128(v));
+}
+
+static ALWAYS_INLINE void mpair_step(mpair_fmt f, int nt, const uint8_t *w0, const uint8_t *a, size_t a_stride,
+                                     int64_t i, __m512 *acc, __m128 *mins) {
+    const uint8_t *w1 = w0 + mpair_block_bytes(f);
+    const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(mpair_codes(f, w0)), mpair_codes(f, w1), 1);
+    const __m128 wd0 = mpair_half2(w0), wd1 = mpair_half2(w1);
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) {
+        const block_q8_1 *y = (const block_q8_1 *)(a + (size_t)t * a_stride) + i;
+        const __m512i yv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[0].qs)),
+                                              _mm256_loadu_si256((const __m256i *)y[1].qs), 1);
+        const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, yv);
+        const __m128 p0 = _mm_mul_ps(wd0, mpair_half2(&y[0])), p1 = _mm_mul_ps(wd1, mpair_half2(&y[1]));
+        const __m512 sc = _mm512_mask_blend_ps(0xFF00, _mm512_broadcastss_ps(p0), _mm512_broadcastss_ps(p1));
+        acc[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(s), acc[t]);
+        mins[t] = _mm_add_ps(mins[t], _mm_add_ps(p0, p1));
+    }
+}
+
+static ALWAYS_INLINE void mpair_tail(mpair_fmt f, int nt, const uint8_t *w0, const uint8_t *a, size_t a_stride,
+                                     int64_t i, __m256 *acc, __m128 *mins) {
+    const __m256i q = mpair_codes(f, w0);
+    const __m128 wd0 = mpair_half2(w0);
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) {
+        const block_q8_1 *y = (const block_q8_1 *)(a + (size_t)t * a_stride) + i;
+        const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)y->qs));
+        const __m128 p0 = _mm_mul_ps(wd0, mpair_half2(y));
+        acc[t] = _mm256_fmadd_ps(_mm256_broadcastss_ps(p0), _mm256_cvtepi32_ps(s), acc[t]);
+        mins[t] = _mm_add_ps(mins[t], p0);
+    }
+}
+
+static ALWAYS_INLINE void mpair_dot(mpair_fmt f, int nt, int64_t n, const void *w, const void *a, size_t a_stride,
+                                    float *out) {
+    const uint8_t *wb = (const uint8_t *)w;
+    const size_t bb = mpair_block_bytes(f);
+    const int64_t nb = n / 32;
+    __m512 acc[NT_MAX];
+    __m256 tail[NT_MAX];
+    __m128 mins[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps(), tail[t] = _mm256_setzero_ps(), mins[t] = _mm_setzero_ps();
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) mpair_step(f, nt, wb + (size_t)i * bb, (const uint8_t *)a, a_stride, i, acc, mins);
+    if (i < nb) mpair_tail(f, nt, wb + (size_t)i * bb, (const uint8_t *)a, a_stride, i, tail, mins);
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++)
+        out[t] = _mm512_reduce_add_ps(acc[t]) + simd_hsum_f32x8(tail[t]) + _mm_cvtss_f32(_mm_movehdup_ps(mins[t]));
+}
+
+float cpu_dot_q4_1_q8_1_avx512(int64_t n, const void *w, const void *a) {
+    float r;
+    mpair_dot(MPAIR_Q4_1, 1, n, w, a, 0, &r);
+    return r;
+}
+void cpu_dot_q4_1_q8_1_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    mpair_dot(MPAIR_Q4_1, 4, n, w, a, a_stride, out);
+}
+float cpu_dot_q5_1_q8_1_avx512(int64_t n, const void *w, const void *a) {
+    float r;
+    mpair_dot(MPAIR_Q5_1, 1, n, w, a, 0, &r);
+    return r;
+}
+void cpu_dot_q5_1_q8_1_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    mpair_dot(MPAIR_Q5_1, 4, n, w, a, a_stride, out);
 }
 
 static ALWAYS_INLINE const block_q8_K *act_block(const void *a, size_t a_stride, int t, int64_t i) {
