@@ -626,6 +626,36 @@ static void run_glu_stream(const lab_ctx *c) {
 }
 __global__ void fill_random(uint32_t *p, size_t n_words, uint32_t seed);
 __global__ void set_d(uint8_t *W, size_t n_blocks, int bytes, int d_off);
+
+/* The checks' verdicts on two device outputs of n floats (ref, got): within
+ * 1e-5 of max |ref| with every output finite, or the same bits. */
+static void report_close(const char *name, int k, int n, const float *ref, const float *got, const char *what) {
+    CK(cudaDeviceSynchronize());
+    float *h1 = (float *)malloc(sizeof(float) * n), *h2 = (float *)malloc(sizeof(float) * n);
+    CK(cudaMemcpy(h1, ref, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h2, got, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    double mx = 0.0, err = 0.0;
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(h1[i]) || !isfinite(h2[i])) bad++;
+        mx = fabs(h1[i]) > mx ? fabs(h1[i]) : mx;
+        err = fabs(h1[i] - h2[i]) > err ? fabs(h1[i] - h2[i]) : err;
+    }
+    const bool ok = bad == 0 && mx > 0.0 && err <= 1e-5 * mx;
+    printf("%s check (%dx%d): max |diff| %.3g of max |%s| %.3g, %d not finite (%s)\n", name, k, n, err, what, mx, bad,
+           ok ? "ok" : "DIFFER");
+    free(h1), free(h2);
+}
+static void report_same_bits(const char *name, int n, const float *ref, const float *got) {
+    float *h1 = (float *)malloc(sizeof(float) * n), *h2 = (float *)malloc(sizeof(float) * n);
+    CK(cudaMemcpy(h1, ref, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h2, got, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    int diff = 0, finite = 0;
+    for (int i = 0; i < n; i++) diff += memcmp(&h1[i], &h2[i], sizeof(float)) != 0, finite += isfinite(h1[i]) != 0;
+    printf("%s check (4096x4096): %d of %d outputs differ from the library's bits, %d finite (%s)\n", name, diff, n,
+           finite, diff == 0 && finite == n ? "same" : "DIFFER");
+    free(h1), free(h2);
+}
 /* v50 (argument "/gks-"): the gate/up GLU split over K, as the downs are
  * (gemv_kernels.cuh ks_body): KS warps of a block share R rows of gate and R
  * of up, their 32 * KS lanes striding the row's items, and add their parts
@@ -712,21 +742,7 @@ static void check_glu_ks(const char *name, float *x, int8_t *xq, float2 *xds, ac
     CK(cudaMemset(y2, 0xFF, sizeof(float) * n)); /* NaN: an unwritten output shows */
     lab_glu_ks<F, W, R, U, KS><<<CEIL_DIV(n, (W / KS) * R), W * 32>>>(Wt, Wu, row_bytes, a, y2, k, n, (int)GLU_SILU);
     CK_LAUNCH("glu ks check");
-    CK(cudaDeviceSynchronize());
-    float *h1 = (float *)malloc(sizeof(float) * n), *h2 = (float *)malloc(sizeof(float) * n);
-    CK(cudaMemcpy(h1, y1, sizeof(float) * n, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(h2, y2, sizeof(float) * n, cudaMemcpyDeviceToHost));
-    double mx = 0.0, err = 0.0;
-    int bad = 0;
-    for (int i = 0; i < n; i++) {
-        if (!isfinite(h1[i]) || !isfinite(h2[i])) bad++;
-        mx = fabs(h1[i]) > mx ? fabs(h1[i]) : mx;
-        err = fabs(h1[i] - h2[i]) > err ? fabs(h1[i] - h2[i]) : err;
-    }
-    const bool ok = bad == 0 && mx > 0.0 && err <= 1e-5 * mx;
-    printf("%s check (%dx%d): max |diff| %.3g of max |h| %.3g, %d not finite (%s)\n", name, k, n, err, mx, bad,
-           ok ? "ok" : "DIFFER");
-    free(h1), free(h2);
+    report_close(name, k, n, y1, y2, "h");
     CK(cudaFree(Wt));
     CK(cudaFree(y1));
     CK(cudaFree(y2));
@@ -1191,14 +1207,7 @@ static void check_same(const char *name, float *x, int8_t *xq, float2 *xds, act_
     gemv_q8<FL, 4, 1, 1, 1><<<n / 4, 128>>>(W, row_bytes, a, y, n, k, n, 0, (unsigned long long *)NULL);
     gemv_q8<FV, 4, 1, 1, 1><<<n / 4, 128>>>(W, row_bytes, a, y2, n, k, n, 0, (unsigned long long *)NULL);
     CK_LAUNCH("format check");
-    float *h1 = (float *)malloc(sizeof(float) * n), *h2 = (float *)malloc(sizeof(float) * n);
-    CK(cudaMemcpy(h1, y, sizeof(float) * n, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(h2, y2, sizeof(float) * n, cudaMemcpyDeviceToHost));
-    int diff = 0, finite = 0;
-    for (int i = 0; i < n; i++) diff += memcmp(&h1[i], &h2[i], sizeof(float)) != 0, finite += isfinite(h1[i]) != 0;
-    printf("%s check (4096x4096): %d of %d outputs differ from the library's bits, %d finite (%s)\n", name, diff, n,
-           finite, diff == 0 && finite == n ? "same" : "DIFFER");
-    free(h1), free(h2);
+    report_same_bits(name, n, y, y2);
     CK(cudaFree(W));
     CK(cudaFree(y2));
 }
@@ -1225,14 +1234,7 @@ static void check_grouped(const char *name, int bb, int qb, float *x, int8_t *xq
     CK(cudaMemset(y2, 0xFF, sizeof(float) * n));
     gemv_q8<FG, 4, 1, 1, 1><<<n / 4, 128>>>(Wg, row_bytes, a, y2, n, k, n, 0, (unsigned long long *)NULL);
     CK_LAUNCH("grouped check");
-    float *h1 = (float *)malloc(sizeof(float) * n), *h2 = (float *)malloc(sizeof(float) * n);
-    CK(cudaMemcpy(h1, y, sizeof(float) * n, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(h2, y2, sizeof(float) * n, cudaMemcpyDeviceToHost));
-    int diff = 0, finite = 0;
-    for (int i = 0; i < n; i++) diff += memcmp(&h1[i], &h2[i], sizeof(float)) != 0, finite += isfinite(h1[i]) != 0;
-    printf("%s check (4096x4096): %d of %d outputs differ from the library's bits, %d finite (%s)\n", name, diff, n,
-           finite, diff == 0 && finite == n ? "same" : "DIFFER");
-    free(h1), free(h2);
+    report_same_bits(name, n, y, y2);
     CK(cudaFree(W));
     CK(cudaFree(Wg));
     CK(cudaFree(y2));
@@ -1262,21 +1264,7 @@ static void check_staged(const char *name, float *x, int8_t *xq, float2 *xds, ac
     CK(cudaMemset(y2, 0xFF, sizeof(float) * n)); /* NaN: an unwritten output shows */
     run(W, row_bytes, a, y2, k, n);
     CK_LAUNCH("stream check");
-    CK(cudaDeviceSynchronize());
-    float *h1 = (float *)malloc(sizeof(float) * n), *h2 = (float *)malloc(sizeof(float) * n);
-    CK(cudaMemcpy(h1, y, sizeof(float) * n, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(h2, y2, sizeof(float) * n, cudaMemcpyDeviceToHost));
-    double mx = 0.0, err = 0.0;
-    int bad = 0;
-    for (int i = 0; i < n; i++) {
-        if (!isfinite(h2[i])) bad++;
-        mx = fabs(h1[i]) > mx ? fabs(h1[i]) : mx;
-        err = fabs(h1[i] - h2[i]) > err ? fabs(h1[i] - h2[i]) : err;
-    }
-    const bool ok = bad == 0 && mx > 0.0 && err <= 1e-5 * mx;
-    printf("%s check (%dx%d): max |diff| %.3g of max |y| %.3g, %d not finite (%s)\n", name, k, n, err, mx, bad,
-           ok ? "ok" : "DIFFER");
-    free(h1), free(h2);
+    report_close(name, k, n, y, y2, "y");
     CK(cudaFree(W));
     CK(cudaFree(y2));
 }

@@ -342,6 +342,19 @@ __device__ __forceinline__ void attn_step(const uint4 (&kr)[R][NCK], uint4 (&vr)
         }
 }
 
+/* Token position p's cache rows [j0, p] and the splits that hold them
+ * (s_lo..s_hi, the "active" splits). A shift, not a division by the runtime
+ * chunk: the ~10 registers of an integer division, live while the prefetched
+ * rows are in flight, cost 16 registers at the peak in attn_split (144
+ * instead of 128 at GB 4: one CTA per SM fewer). */
+typedef struct attn_span {
+    int j0, s_lo, s_hi;
+} attn_span;
+__device__ __forceinline__ attn_span attn_span_of(const attn_params &a, int p) {
+    const int j0 = a.window > 0 ? max(0, p - a.window + 1) : 0;
+    return {j0, j0 >> a.chunk_log2, p >> a.chunk_log2};
+}
+
 /* ---- the Q/K/V epilogue folded in (one token) --------------------------------------
  * With attn_params.fused the step skips qkv_rope: each active CTA runs the
  * epilogue of its GB query heads itself (qkv_epilogue.cuh, the code qkv_rope
@@ -365,9 +378,8 @@ __device__ __forceinline__ void attn_fold_rope(const attn_params &a, float (&qr)
     const nib_cuda_qkv_args &r = a.rope;
     const int p = *a.pos; /* one token */
     if (p < 0 || p >= a.max_len) return; /* the caller writes NaN */
-    const int j0 = a.window > 0 ? max(0, p - a.window + 1) : 0;
-    const int s_lo = j0 >> a.chunk_log2, s_hi = p >> a.chunk_log2;
-    if (split < s_lo || split > s_hi) return; /* nothing to do: the caller leaves too */
+    const attn_span sp = attn_span_of(a, p);
+    if (split < sp.s_lo || split > sp.s_hi) return; /* nothing to do: the caller leaves too */
     __shared__ float fq[GB][8 * T];
     __shared__ float fkv[8 * T];
     qkv_pre pr;
@@ -377,7 +389,7 @@ __device__ __forceinline__ void attn_fold_rope(const attn_params &a, float (&qr)
         qkv_head_prepare(pr, r, r.hd_k, bias, r.q_norm, true, p);
         qkv_head_run(fq[g], r.q + (size_t)h * r.hd_k, r.hd_k, bias != NULL, r.q_norm != NULL, true, pr, r, p);
     }
-    if (split == s_hi) {
+    if (split == sp.s_hi) {
         const float *bk = r.bk ? r.bk + (size_t)kvh * r.hd_k : NULL;
         qkv_head_prepare(pr, r, r.hd_k, bk, r.k_norm, true, p);
         qkv_head_run(fkv, r.k + (size_t)kvh * r.hd_k, r.hd_k, bk != NULL, r.k_norm != NULL, true, pr, r, p);
@@ -460,12 +472,9 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
         }
         return;
     }
-    const int j0 = a.window > 0 ? max(0, p - a.window + 1) : 0;
-    /* the active splits: those that hold rows of [j0, p]. A shift, not a
-     * division by the runtime chunk: the ~10 registers of an integer division,
-     * live while the prefetched rows are in flight, cost 16 registers at the
-     * peak (144 instead of 128 at GB 4: one CTA per SM fewer). */
-    const int s_lo = j0 >> a.chunk_log2, s_hi = p >> a.chunk_log2;
+    /* the active splits: those that hold rows of [j0, p] */
+    const attn_span sp = attn_span_of(a, p);
+    const int j0 = sp.j0, s_lo = sp.s_lo, s_hi = sp.s_hi;
     if (split < s_lo || split > s_hi) return;  /* nothing to do, and nobody waits for this CTA */
     /* no deferred norm in the quantized output: one CTA that always runs clears the trailer */
     if (a.act_q && split == s_hi && blockIdx.y == 0 && t == 0 && threadIdx.x < ACT_SCALE_PARTS)
@@ -668,8 +677,8 @@ __global__ void __launch_bounds__(ATTN_MERGE_THREADS) attn_merge(const attn_para
         attn_act_nan(a, t, h, 1, ATTN_MERGE_THREADS);
         return;
     }
-    const int j0 = a.window > 0 ? max(0, p - a.window + 1) : 0;
-    const int s_lo = j0 >> a.chunk_log2, s_hi = p >> a.chunk_log2;
+    const attn_span sp = attn_span_of(a, p);
+    const int s_lo = sp.s_lo, s_hi = sp.s_hi;
     if (s_lo == s_hi) return;  /* one active split: attn_split wrote out */
     const size_t th = ((size_t)t * a.n_head + h) * a.n_split;
     const float2 *ml = a.part_ml + th;

@@ -145,19 +145,6 @@ __device__ __forceinline__ float act_rs_end(double s) {
  * the K-quants' words (12-19 per item, U x R items held across the wait) took
  * the Q4_K/Q6_K kernels from 64-72 to 80-255 registers and Llama-3-8B Q4_K_M
  * from 387 to 359 t/s, so they have no W and load after the wait as before. */
-/* Register caps for the split-K and gate/up kernels, in blocks a multiprocessor
- * must hold (lab experiment: -DGEMV_KS_MIN_BLOCKS=N); none by default. */
-#ifdef GEMV_KS_MIN_BLOCKS
-#define GEMV_KS_BOUNDS(t) __launch_bounds__(t, GEMV_KS_MIN_BLOCKS)
-#else
-#define GEMV_KS_BOUNDS(t) __launch_bounds__(t)
-#endif
-#ifdef GEMV_GLU_MIN_BLOCKS
-#define GEMV_GLU_BOUNDS(t) __launch_bounds__(t, GEMV_GLU_MIN_BLOCKS)
-#else
-#define GEMV_GLU_BOUNDS(t) __launch_bounds__(t)
-#endif
-
 template <class F, class = void>
 struct has_w : std::false_type {};
 template <class F>
@@ -269,12 +256,6 @@ __device__ __forceinline__ void dot_rows(const uint8_t *const (&wr)[R], const ac
         for (int r = 0; r < R; r++) acc[t][r] = warp_sum(acc[t][r]);
 }
 
-/* y[t][row] = dot(W[row], x[t]) (+ y[t][row] when add: the residual add of an
- * output projection, fused) with int8 activations. Each warp takes R rows at
- * a time, WARPS warps per block, and loops over row groups with a grid
- * stride, so the launcher may start fewer blocks than row groups (a
- * persistent grid: see gemv.cu for why). blockIdx.y picks a chunk of NT
- * tokens: the weights are read once per chunk. */
 /* Formats whose plain GEMV lets the next kernel launch only at its end; the
  * others trigger at the top. Q3_K's heavy dot ran slower under PDL than
  * without it, the next launch's early blocks in its way; triggered at the end
@@ -285,6 +266,12 @@ template <class F>
 struct late_trigger : std::false_type {};
 template <>
 struct late_trigger<fmt_q3_K> : std::true_type {};
+/* y[t][row] = dot(W[row], x[t]) (+ y[t][row] when add: the residual add of an
+ * output projection, fused) with int8 activations. Each warp takes R rows at
+ * a time, WARPS warps per block, and loops over row groups with a grid
+ * stride, so the launcher may start fewer blocks than row groups (a
+ * persistent grid: see gemv.cu for why). blockIdx.y picks a chunk of NT
+ * tokens: the weights are read once per chunk. */
 template <class F, int WARPS, int R, int U, int NT>
 __device__ __forceinline__ void q8_body(const uint8_t *__restrict__ W, size_t row_bytes, const act_q8 &a,
                                         float *__restrict__ y, int y_stride, int n_in, int n_out, int add,
@@ -402,7 +389,7 @@ __device__ __forceinline__ void ks_body(const uint8_t *__restrict__ W, size_t ro
     for (; base_row < n_out; base_row += n_blocks * GROUPS * R) rows(base_row, false);
 }
 template <class F, int WARPS, int R, int U, int KS>
-__global__ void GEMV_KS_BOUNDS(WARPS * 32)
+__global__ void __launch_bounds__(WARPS * 32)
 gemv_q8_ks(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int n_in, int n_out,
            int add) {
     ks_body<F, WARPS, R, U, KS>(W, row_bytes, a, y, n_in, n_out, add, blockIdx.x, gridDim.x);
@@ -448,7 +435,7 @@ gemv_q8_pair(const uint8_t *__restrict__ WA, size_t rb_a, int n_a, const uint8_t
  * matrix (2R dots sharing the activation loads); both matrices have format F
  * and the same row bytes. */
 template <class F, int WARPS, int R, int U, int NT>
-__global__ void GEMV_GLU_BOUNDS(WARPS * 32)
+__global__ void __launch_bounds__(WARPS * 32)
 gemv_q8_glu(const uint8_t *__restrict__ Wg, const uint8_t *__restrict__ Wu, size_t row_bytes, act_q8 a,
             float *__restrict__ h, int h_stride, int n_in, int n_out, int act) {
     pdl_launch_dependents();
