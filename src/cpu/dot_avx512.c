@@ -175,25 +175,18 @@ static ALWAYS_INLINE __m256i mpair_codes(mpair_fmt f, const uint8_t *blk) {
     return _mm256_mask_blend_epi8((__mmask32)h, nib, _mm256_or_si256(nib, _mm256_set1_epi8(0x10)));
 }
 
-/* the two fp16 a block starts with ([d, m] for the weights, [d, s] for Q8_1) as floats in lanes 0, 1 */
-static ALWAYS_INLINE __m128 mpair_half2(const void *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm_cvtph_ps(_mm_cvtsi32_si128(v));
-}
-
 static ALWAYS_INLINE void mpair_step(mpair_fmt f, int nt, const uint8_t *w0, const uint8_t *a, size_t a_stride,
                                      int64_t i, __m512 *acc, __m128 *mins) {
     const uint8_t *w1 = w0 + mpair_block_bytes(f);
     const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(mpair_codes(f, w0)), mpair_codes(f, w1), 1);
-    const __m128 wd0 = mpair_half2(w0), wd1 = mpair_half2(w1);
+    const __m128 wd0 = simd_half2(w0), wd1 = simd_half2(w1);
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) {
         const block_q8_1 *y = (const block_q8_1 *)(a + (size_t)t * a_stride) + i;
         const __m512i yv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[0].qs)),
                                               _mm256_loadu_si256((const __m256i *)y[1].qs), 1);
         const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, yv);
-        const __m128 p0 = _mm_mul_ps(wd0, mpair_half2(&y[0])), p1 = _mm_mul_ps(wd1, mpair_half2(&y[1]));
+        const __m128 p0 = _mm_mul_ps(wd0, simd_half2(&y[0])), p1 = _mm_mul_ps(wd1, simd_half2(&y[1]));
         const __m512 sc = _mm512_mask_blend_ps(0xFF00, _mm512_broadcastss_ps(p0), _mm512_broadcastss_ps(p1));
         acc[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(s), acc[t]);
         mins[t] = _mm_add_ps(mins[t], _mm_add_ps(p0, p1));
@@ -203,12 +196,12 @@ static ALWAYS_INLINE void mpair_step(mpair_fmt f, int nt, const uint8_t *w0, con
 static ALWAYS_INLINE void mpair_tail(mpair_fmt f, int nt, const uint8_t *w0, const uint8_t *a, size_t a_stride,
                                      int64_t i, __m256 *acc, __m128 *mins) {
     const __m256i q = mpair_codes(f, w0);
-    const __m128 wd0 = mpair_half2(w0);
+    const __m128 wd0 = simd_half2(w0);
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) {
         const block_q8_1 *y = (const block_q8_1 *)(a + (size_t)t * a_stride) + i;
         const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)y->qs));
-        const __m128 p0 = _mm_mul_ps(wd0, mpair_half2(y));
+        const __m128 p0 = _mm_mul_ps(wd0, simd_half2(y));
         acc[t] = _mm256_fmadd_ps(_mm256_broadcastss_ps(p0), _mm256_cvtepi32_ps(s), acc[t]);
         mins[t] = _mm_add_ps(mins[t], p0);
     }

@@ -9,7 +9,7 @@
  * How each format's quants become int8 lanes (legacy_codes):
  *   Q4_0  nibble - 8, signed.
  *   Q4_1  nibble as u8; the offset m times the activation sum comes from the
- *         Q8_1 block's precomputed s, one product per block (see load_half2).
+ *         Q8_1 block's precomputed s, one product per block (see simd_half2).
  *   Q5_0  nibble | 0xF0 where the fifth bit is clear: as int8 that is
  *         nibble - 16, and a set bit leaves nibble = (nibble + 16) - 16. So the
  *         signed value q - 16 needs no subtraction.
@@ -74,16 +74,6 @@ static ALWAYS_INLINE __m256i legacy_codes(legacy_fmt f, const void *blk) {
     }
 }
 
-/* Two fp16 at p as floats in lanes 0 and 1 (lanes 2-3 zero), one load and
- * one vcvtph2ps. Every legacy block starts with d, and the "_1" formats follow
- * with m; Q8_0 starts with d, Q8_1 with d and s. So the pair products
- * [d_w, m] * [d_a, s] = [d_w d_a, m s] are one multiply. Where the second
- * half is not a scale (the "_0" formats, Q8_0) lane 1 is ignored. */
-static ALWAYS_INLINE __m128 load_half2(const void *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm_cvtph_ps(_mm_cvtsi32_si128(v));
-}
 
 /* Block i of the weight row against block i of nt activation rows. mins[t]
  * collects m * s in lane 1 (the "_1" formats only). */
@@ -92,7 +82,7 @@ static ALWAYS_INLINE void legacy_block(legacy_fmt f, int nt, const uint8_t *wblk
     const bool has_min = legacy_has_min(f);
     const __m256i q = legacy_codes(f, wblk);
     const __m256i u = has_min ? q : _mm256_sign_epi8(q, q);  /* the u8 operand of maddubs */
-    const __m128 wd = load_half2(wblk);
+    const __m128 wd = simd_half2(wblk);
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) {
         const uint8_t *ab = a + (size_t)t * a_stride;
@@ -101,12 +91,12 @@ static ALWAYS_INLINE void legacy_block(legacy_fmt f, int nt, const uint8_t *wblk
         if (has_min) {
             const block_q8_1 *y = (const block_q8_1 *)ab + i;
             s = simd_dot_u8_s8(u, _mm256_loadu_si256((const __m256i *)y->qs));
-            dd = _mm_mul_ps(wd, load_half2(y));  /* [d_w d_a, m s] */
+            dd = _mm_mul_ps(wd, simd_half2(y));  /* [d_w d_a, m s] */
             mins[t] = _mm_add_ps(mins[t], dd);
         } else {
             const block_q8_0 *y = (const block_q8_0 *)ab + i;
             s = simd_dot_u8_s8(u, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), q));
-            dd = _mm_mul_ss(wd, load_half2(y));
+            dd = _mm_mul_ss(wd, simd_half2(y));
         }
         acc[t] = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), _mm256_cvtepi32_ps(s), acc[t]);
     }

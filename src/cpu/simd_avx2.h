@@ -11,6 +11,17 @@
  * of a dozen branches per block). */
 static inline float simd_fp16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
 
+/* Two fp16 at p as floats in lanes 0 and 1 (lanes 2-3 zero), one load and
+ * one vcvtph2ps. Every legacy block starts with d, and the "_1" formats follow
+ * with m; Q8_0 starts with d, Q8_1 with d and s. So the pair products
+ * [d_w, m] * [d_a, s] = [d_w d_a, m s] are one multiply. Where the second
+ * half is not a scale (the "_0" formats, Q8_0) lane 1 is ignored. */
+static inline __m128 simd_half2(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm_cvtph_ps(_mm_cvtsi32_si128(v));
+}
+
 static inline float simd_hsum_f32x8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
