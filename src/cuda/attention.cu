@@ -97,7 +97,6 @@
 #include "cuda/cuda_attention.h"
 #include "cuda/cuda_internal.h"
 #include "cuda/pdl.cuh"
-#include "cuda/qkv_epilogue.cuh"
 
 /* 64 and 128 lost (Llama-3-8B Q4_K_M tg128 479.5 -> 473.2 / 472.6; notes v47) */
 #ifndef ATTN_CHUNK_MIN
@@ -145,11 +144,6 @@ typedef struct attn_params {
     float2 *act_ds;
     act_scale *act_sc;
     int act_stride;
-    /* fused: one token whose Q/K/V epilogue (bias, QK-norm, RoPE, the K/V
-     * row's store) runs here from the projection's raw output (rope), not in
-     * qkv_rope before: see attn_fold_rope */
-    int fused;
-    nib_cuda_qkv_args rope;
 } attn_params;
 
 /* Where element i of token t's output row (i = head * hd_v + dim) goes in
@@ -355,62 +349,6 @@ __device__ __forceinline__ attn_span attn_span_of(const attn_params &a, int p) {
     return {j0, j0 >> a.chunk_log2, p >> a.chunk_log2};
 }
 
-/* ---- the Q/K/V epilogue folded in (one token) --------------------------------------
- * With attn_params.fused the step skips qkv_rope: each active CTA runs the
- * epilogue of its GB query heads itself (qkv_epilogue.cuh, the code qkv_rope
- * runs, so the same bits) into shared memory and takes its q slice from
- * there, and the CTAs of the chunk that holds the token's row (every head
- * slice of it: the same bits, written twice) also run the epilogue of their
- * KV head's K and V and store the row in the cache, then read it back with
- * the chunk's other rows (the barrier makes a block's global writes visible
- * to the block). One launch boundary and one round trip through memory less
- * a layer. Only for one token and rows of one 16-byte vector a lane (head
- * dims <= 8 T) at GB = 4 (FOLDS_ROPE: groups of 3 and more; the GB 1 and 2
- * kernels would need ~40 registers more for it, 80 -> 122 at GB 2, where
- * GB 4's stay at 128); the host checks the rest (nib_cuda_attention). */
-template <int T, int NCK, int NCV, int GB>
-constexpr bool FOLDS_ROPE = NCK == 1 && NCV == 1 && GB == 4;
-
-template <int T, int GB>
-__device__ __forceinline__ void attn_fold_rope(const attn_params &a, float (&qr)[GB][8], int split, int kvh, int h0,
-                                               int n_h, int tl, int ck) {
-    static_assert(ATTN_THREADS == QKV_THREADS, "the epilogue's per-thread loops assume its block size");
-    const nib_cuda_qkv_args &r = a.rope;
-    const int p = *a.pos; /* one token */
-    if (p < 0 || p >= a.max_len) return; /* the caller writes NaN */
-    const attn_span sp = attn_span_of(a, p);
-    if (split < sp.s_lo || split > sp.s_hi) return; /* nothing to do: the caller leaves too */
-    __shared__ float fq[GB][8 * T];
-    __shared__ float fkv[8 * T];
-    qkv_pre pr;
-    for (int g = 0; g < n_h; g++) { /* block-uniform: the epilogue's barriers see every thread */
-        const int h = h0 + g;
-        const float *bias = r.bq ? r.bq + (size_t)h * r.hd_k : NULL;
-        qkv_head_prepare(pr, r, r.hd_k, bias, r.q_norm, true, p);
-        qkv_head_run(fq[g], r.q + (size_t)h * r.hd_k, r.hd_k, bias != NULL, r.q_norm != NULL, true, pr, r, p);
-    }
-    if (split == sp.s_hi) {
-        const float *bk = r.bk ? r.bk + (size_t)kvh * r.hd_k : NULL;
-        qkv_head_prepare(pr, r, r.hd_k, bk, r.k_norm, true, p);
-        qkv_head_run(fkv, r.k + (size_t)kvh * r.hd_k, r.hd_k, bk != NULL, r.k_norm != NULL, true, pr, r, p);
-        __half *kd = (__half *)r.k_cache + ((size_t)p * r.n_head_kv + kvh) * r.hd_k;
-        for (int i = threadIdx.x; i < r.hd_k; i += blockDim.x) kd[i] = __float2half_rn(fkv[i]);
-        __syncthreads(); /* fkv is read above before the V head overwrites it */
-        const float *bv = r.bv ? r.bv + (size_t)kvh * r.hd_v : NULL;
-        qkv_head_prepare(pr, r, r.hd_v, bv, NULL, false, p);
-        qkv_head_run(fkv, r.v + (size_t)kvh * r.hd_v, r.hd_v, bv != NULL, false, false, pr, r, p);
-        __half *vd = (__half *)r.v_cache + ((size_t)p * r.n_head_kv + kvh) * r.hd_v;
-        for (int i = threadIdx.x; i < r.hd_v; i += blockDim.x) vd[i] = __float2half_rn(fkv[i]);
-        __syncthreads(); /* the row's stores, before the chunk's loads read it back */
-    }
-#pragma unroll
-    for (int g = 0; g < GB; g++) {
-        const bool in = g < n_h && tl < ck;
-#pragma unroll
-        for (int e = 0; e < 8; e++) qr[g][e] = in ? fq[g][tl * 8 + e] : 0.0f;
-    }
-}
-
 /* ---- kernel 1: one chunk of the cache, GB heads of one GQA group ----------------- */
 
 template <int T, int NCK, int NCV, int GB>
@@ -440,26 +378,19 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
                                          ck, cv);
     pdl_wait();
     float qr[GB][NCK * 8];
-    bool folded = false;
-    if constexpr (FOLDS_ROPE<T, NCK, NCV, GB>) {
-        if (a.fused) attn_fold_rope<T, GB>(a, qr, split, kvh, h0, n_h, tl, ck), folded = true;
-    }
-    if (!folded) {
 #pragma unroll
-        for (int g = 0; g < GB; g++)
+    for (int g = 0; g < GB; g++)
 #pragma unroll
-            for (int i = 0; i < NCK; i++) {
-                const int c = tl + i * T;
-                const bool in = g < n_h && c < ck;
-                const float4 *src =
-                    (const float4 *)(a.q + ((size_t)t * a.n_head + h0 + (in ? g : 0)) * a.hd_k) + 2 * c;
-                const uint4 x0 = ld_u4<false>(src, in), x1 = ld_u4<false>(src + 1, in);
-                qr[g][i * 8 + 0] = __uint_as_float(x0.x), qr[g][i * 8 + 1] = __uint_as_float(x0.y);
-                qr[g][i * 8 + 2] = __uint_as_float(x0.z), qr[g][i * 8 + 3] = __uint_as_float(x0.w);
-                qr[g][i * 8 + 4] = __uint_as_float(x1.x), qr[g][i * 8 + 5] = __uint_as_float(x1.y);
-                qr[g][i * 8 + 6] = __uint_as_float(x1.z), qr[g][i * 8 + 7] = __uint_as_float(x1.w);
-            }
-    }
+        for (int i = 0; i < NCK; i++) {
+            const int c = tl + i * T;
+            const bool in = g < n_h && c < ck;
+            const float4 *src = (const float4 *)(a.q + ((size_t)t * a.n_head + h0 + (in ? g : 0)) * a.hd_k) + 2 * c;
+            const uint4 x0 = ld_u4<false>(src, in), x1 = ld_u4<false>(src + 1, in);
+            qr[g][i * 8 + 0] = __uint_as_float(x0.x), qr[g][i * 8 + 1] = __uint_as_float(x0.y);
+            qr[g][i * 8 + 2] = __uint_as_float(x0.z), qr[g][i * 8 + 3] = __uint_as_float(x0.w);
+            qr[g][i * 8 + 4] = __uint_as_float(x1.x), qr[g][i * 8 + 5] = __uint_as_float(x1.y);
+            qr[g][i * 8 + 6] = __uint_as_float(x1.z), qr[g][i * 8 + 7] = __uint_as_float(x1.w);
+        }
     attn_load_step<T, R, NCK, NCV, false, true>(kr, vr, kb, vb, k_row, v_row, base0 + team * R, max(pos0, 0),
                                                 min(pos0 + a.n_tok, a.max_len), tl, ck, cv);
 
@@ -806,12 +737,6 @@ static bool attn_scratch_layout(uint64_t parts, int hd_v, uint64_t *ml_end, uint
     return true;
 }
 
-extern "C" bool nib_cuda_attention_folds_rope(int n_tok, int n_head, int n_head_kv, int hd_k, int hd_v) {
-    if (n_tok != 1 || n_head < 1 || n_head_kv < 1 || n_head % n_head_kv != 0) return false;
-    const attn_row *r = attn_pick(hd_k, hd_v, n_head / n_head_kv, n_tok);
-    return r && r->nck == 1 && r->ncv == 1 && r->gb == 4 && hd_k <= QKV_MAX_HD && hd_v <= QKV_MAX_HD;
-}
-
 extern "C" size_t nib_cuda_attention_scratch_bytes(int n_tok, int n_head, int hd_v, int max_len) {
     if (n_tok < 1 || n_head < 1 || hd_v < 1 || max_len < 1) return 0;
     if (max_len <= ATTN_CHUNK_MIN) return 0;  /* always one split: it writes out directly */
@@ -875,20 +800,6 @@ extern "C" nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, n
 
     const attn_row *r = attn_pick(a->hd_k, a->hd_v, a->n_head / a->n_head_kv, a->n_tok);
     ATTN_ARG(!r, "no kernel for hd_k %d, hd_v %d", a->hd_k, a->hd_v);  /* not reachable with the checks above */
-    if (a->rope) {
-        const nib_cuda_qkv_args *ep = a->rope;
-        ATTN_ARG(!nib_cuda_attention_folds_rope(a->n_tok, a->n_head, a->n_head_kv, a->hd_k, a->hd_v),
-                 "the Q/K/V epilogue folds in for one token, head dims <= 256 and GQA groups >= 3 only "
-                 "(n_tok %d, hd %d/%d, group %d)", a->n_tok, a->hd_k, a->hd_v, a->n_head / a->n_head_kv);
-        ATTN_ARG(!ep->q || !ep->k || !ep->v || ep->k_cache != a->k || ep->v_cache != a->v || ep->pos != a->pos,
-                 "rope: NULL q/k/v, or its cache or position is not the attention's");
-        ATTN_ARG(ep->n_tok != 1 || ep->n_head != a->n_head || ep->n_head_kv != a->n_head_kv || ep->hd_k != a->hd_k ||
-                     ep->hd_v != a->hd_v,
-                 "rope: shapes (%d tokens, heads %d/%d, dims %d/%d) differ from the attention's", ep->n_tok,
-                 ep->n_head, ep->n_head_kv, ep->hd_k, ep->hd_v);
-        ATTN_ARG(ep->n_rot < 0 || ep->n_rot > ep->hd_k || ep->n_rot % 2 != 0, "rope: n_rot %d not even in [0, %d]",
-                 ep->n_rot, ep->hd_k);
-    }
     attn_params p;
     memset(&p, 0, sizeof p);
     p.q = a->q, p.k = a->k, p.v = a->v, p.out = a->out, p.pos = a->pos, p.sinks = a->sinks;
@@ -900,7 +811,6 @@ extern "C" nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, n
     while (1 << p.chunk_log2 < p.chunk) p.chunk_log2++;
     p.n_split = CEIL_DIV(a->max_len, p.chunk);
     p.scale = a->scale, p.softcap = a->softcap;
-    if (a->rope) p.fused = 1, p.rope = *a->rope;
     /* The quantized output from the kernels' own epilogue where a CTA writes
      * at most ATTN_FOLD_MAX dims a token; beyond that its serial quantize
      * costs more than a kernel of its own (tg128 in one build, fold against

@@ -13,7 +13,7 @@
  *         nib_cuda_sync(&err);                       // fill runs on the legacy stream
  *     }
  *     nib_cuda_attn a = {q, k_cache, v_cache, out, pos_dev, 1, n_head, n_head_kv, hd, hd,
- *                        n_ctx, 0, 1.0f / sqrtf(hd), 0.0f, NULL, max_len, scratch, NULL, NULL};
+ *                        n_ctx, 0, 1.0f / sqrtf(hd), 0.0f, NULL, max_len, scratch, NULL};
  *     nib_cuda_attention(&a, stream, &err);                                     // per token
  *
  * The position is read on the device (*pos), never on the host, and the call
@@ -30,12 +30,10 @@
 #ifndef NIB_CUDA_ATTENTION_H
 #define NIB_CUDA_ATTENTION_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "nib.h"
-#include "cuda/cuda_ops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,16 +63,7 @@ typedef struct nib_cuda_attn {
                                get out quantized as nib_cuda_act_quantize(out) would leave them, bit for bit
                                (by the attention kernels themselves where a CTA writes few dims: one kernel
                                fewer before a quantized output projection; else by that kernel after them) */
-    const nib_cuda_qkv_args *rope; /* NULL, or the Q/K/V epilogue of this step (cuda_ops.h) to run here instead
-                               of nib_cuda_qkv_rope before it: the attention then reads the projection's raw
-                               q/k/v from it, applies bias, QK-norm and RoPE with the same arithmetic, stores
-                               the token's K/V row in the cache (rope->k_cache/v_cache must be k and v above),
-                               and does not read q. Only where nib_cuda_attention_folds_rope says so. */
 } nib_cuda_attn;
-
-/* Whether a call of these shapes can take the epilogue in (nib_cuda_attn.rope):
- * one token, head dims <= 256, GQA groups of 3 or more. */
-bool nib_cuda_attention_folds_rope(int n_tok, int n_head, int n_head_kv, int hd_k, int hd_v);
 
 /* Device scratch for the split-K partials: 4 KB of merge counters (uint32),
  * then (token, head, split) pairs (m, l) and rows of hd_v floats; the number

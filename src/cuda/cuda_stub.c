@@ -165,10 +165,6 @@ size_t nib_cuda_attention_scratch_bytes(int n_tok, int n_head, int hd_v, int max
     (void)n_tok, (void)n_head, (void)hd_v, (void)max_len;
     return 0;
 }
-bool nib_cuda_attention_folds_rope(int n_tok, int n_head, int n_head_kv, int hd_k, int hd_v) {
-    (void)n_tok, (void)n_head, (void)n_head_kv, (void)hd_k, (void)hd_v;
-    return false;
-}
 nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, nib_error *err) {
     (void)a, (void)stream;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);

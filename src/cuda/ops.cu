@@ -15,9 +15,31 @@
 #include "cuda/act_q8.cuh"
 #include "cuda/cuda_ops.h"
 #include "cuda/pdl.cuh"
-#include "cuda/qkv_epilogue.cuh"
 
 #define NORM_THREADS 256
+
+/* Sum of a double over the block (blockDim.x a multiple of 32, <= 1024). */
+__device__ double block_sum_d(double v) {
+    __shared__ double part[32];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    __syncthreads();  /* part[] may still be read by a previous call */
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    double s = 0.0;
+    const int nw = blockDim.x >> 5;
+    for (int i = 0; i < nw; i++) s += part[i];
+    return s;
+}
+
+/* 1 / sqrt(mean square + eps), as nib_rmsnorm computes it */
+__device__ float rms_inv(const float *x, int n, float eps) {
+    double ss = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)x[i] * (double)x[i];
+    ss = block_sum_d(ss);
+    return (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+}
 
 /* One block of up to 1024 threads per token row, the row held in registers
  * (PER_T elements per thread, element i = k * blockDim + tid, so a warp owns
@@ -171,9 +193,11 @@ extern "C" nib_status nib_cuda_add_norm(const nib_cuda_norm_args *a, void *strea
 /* ---- Q/K/V epilogue ------------------------------------------------------------------
  * Block (t, head) with heads laid out as n_head query heads, then n_head_kv
  * key heads, then n_head_kv value heads; the head vector sits in shared
- * memory while it is normed and rotated (qkv_epilogue.cuh, which the decode
- * attention also runs when it takes the epilogue in: nib_cuda_attn.rope). */
-__global__ void __launch_bounds__(QKV_THREADS) qkv_rope_kernel(nib_cuda_qkv_args a) {
+ * memory while it is normed and rotated. */
+#define QKV_THREADS 128
+#define QKV_MAX_HD 1024
+
+__global__ void qkv_rope_kernel(nib_cuda_qkv_args a) {
     pdl_launch_dependents();
     __shared__ float vec[QKV_MAX_HD];
     const int t = blockIdx.x, h = blockIdx.y;
@@ -188,13 +212,65 @@ __global__ void __launch_bounds__(QKV_THREADS) qkv_rope_kernel(nib_cuda_qkv_args
     if (is_q) src = a.q + (size_t)t * qs + (size_t)h * hd, bias = a.bq ? a.bq + (size_t)h * hd : NULL;
     else if (is_k) src = a.k + (size_t)t * ks + (size_t)kvh * hd, bias = a.bk ? a.bk + (size_t)kvh * hd : NULL;
     else src = a.v + (size_t)t * vs + (size_t)kvh * hd, bias = a.bv ? a.bv + (size_t)kvh * hd : NULL;
-    const float *nw = is_v ? NULL : (is_q ? a.q_norm : a.k_norm);
     /* Before pdl_wait, while the projection still runs: what depends only
-     * on the position and the weights (qkv_head_prepare). */
-    qkv_pre pr;
-    qkv_head_prepare(pr, a, hd, bias, nw, !is_v, p);
+     * on the position (this thread's rotation, when one pair per thread
+     * covers the head: nib_rope_table's base^(-2i/n_rot) from the host's
+     * table, the angle in double) and the bias. */
+    const int half = a.n_rot / 2;
+    const bool pre = a.inv_freq && !is_v && half <= (int)blockDim.x && (int)threadIdx.x < half;
+    float c_pre = 1.0f, s_pre = 0.0f;
+    if (pre) {
+        const double theta = (double)p / (double)a.rope_scale * __ldg(a.inv_freq + threadIdx.x);
+        c_pre = (float)cos(theta), s_pre = (float)sin(theta);
+    }
+    const float *nw = is_v ? NULL : (is_q ? a.q_norm : a.k_norm);
+    float b_pre[QKV_MAX_HD / QKV_THREADS], n_pre[QKV_MAX_HD / QKV_THREADS];
+#pragma unroll
+    for (int k = 0; k < QKV_MAX_HD / QKV_THREADS; k++) {
+        const int i = k * QKV_THREADS + (int)threadIdx.x;
+        b_pre[k] = bias && i < hd ? __ldg(bias + i) : 0.0f;
+        n_pre[k] = nw && i < hd ? __ldg(nw + i) : 0.0f;
+    }
     pdl_wait();
-    qkv_head_run(vec, src, hd, bias != NULL, nw != NULL, !is_v, pr, a, p);
+#pragma unroll
+    for (int k = 0; k < QKV_MAX_HD / QKV_THREADS; k++) {
+        const int i = k * QKV_THREADS + (int)threadIdx.x;
+        if (i < hd) vec[i] = bias ? __fadd_rn(src[i], b_pre[k]) : src[i];
+    }
+    __syncthreads();
+    if (!is_v) {
+        if (nw) {
+            const float inv = rms_inv(vec, hd, a.eps); /* its barriers order the reads before the writes */
+#pragma unroll
+            for (int k = 0; k < QKV_MAX_HD / QKV_THREADS; k++) {
+                const int i = k * QKV_THREADS + (int)threadIdx.x;
+                if (i < hd) vec[i] = __fmul_rn(__fmul_rn(vec[i], inv), n_pre[k]);
+            }
+            __syncthreads();
+        }
+        for (int i = threadIdx.x; i < half; i += blockDim.x) {
+            /* nib_rope_table: base^(-2i/n_rot) (from the host's table when
+             * given: the same pow() as the CPU's, and no pow here) and the
+             * angle in double */
+            float c = c_pre, s = s_pre;
+            if (!pre) {
+                double inv_freq;
+                if (a.inv_freq) {
+                    inv_freq = a.inv_freq[i];
+                } else {
+                    inv_freq = pow((double)a.rope_base, -2.0 * i / (double)a.n_rot);
+                    if (a.rope_freqs) inv_freq /= (double)a.rope_freqs[i];
+                }
+                const double theta = (double)p / (double)a.rope_scale * inv_freq;
+                c = (float)cos(theta), s = (float)sin(theta);
+            }
+            const int ia = a.neox ? i : 2 * i, ib = a.neox ? i + half : 2 * i + 1;
+            const float x0 = vec[ia], x1 = vec[ib];
+            vec[ia] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+            vec[ib] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+        }
+        __syncthreads();
+    }
     if (is_q) {
         float *dst = a.q_out ? a.q_out + ((size_t)t * a.n_head + h) * hd : a.q + (size_t)t * qs + (size_t)h * hd;
         for (int i = threadIdx.x; i < hd; i += blockDim.x) dst[i] = vec[i];

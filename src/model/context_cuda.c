@@ -52,14 +52,6 @@ typedef struct gpu_layer {
     bool attn_defer, ffn_defer;        /* one token's norm may defer its 1/rms to the projections (defer_ok) */
 } gpu_layer;
 
-/* The decode step's Q/K/V epilogue inside the attention kernel instead of a
- * kernel of its own (nib_cuda_attn.rope): written, tested for the same bits
- * (test_gpu_attention), not yet measured; off until an A/B shows it pays
- * (bench/gpu-decode-notes.md v52). */
-#ifndef NIB_CUDA_FOLD_ROPE
-#define NIB_CUDA_FOLD_ROPE 0
-#endif
-
 /* decode graphs: bucket b covers positions < 256 << b */
 #define GPU_BUCKET_MIN 256
 #define GPU_MAX_BUCKETS 24
@@ -486,16 +478,12 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
         .rope_base = l->rope_base, .rope_scale = l->rope_scale, .rope_freqs = NULL,
         .inv_freq = g->inv_freq + (size_t)il * (hp->n_rot / 2),
     };
-    /* one token: the attention can run the epilogue itself (nib_cuda_attn.rope), one kernel fewer */
-    const bool fold = NIB_CUDA_FOLD_ROPE && n == 1 &&
-                      nib_cuda_attention_folds_rope(1, hp->n_head, hp->n_head_kv, hp->head_dim_k, hp->head_dim_v);
-    if (!fold) TRY(nib_cuda_qkv_rope(&qa, st, err));
+    TRY(nib_cuda_qkv_rope(&qa, st, err));
     nib_cuda_attn aa = {
         .q = g->q, .k = kc, .v = vc, .out = g->att, .pos = g->io_dev + IO_POS,
         .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .hd_k = hp->head_dim_k, .hd_v = hp->head_dim_v,
         .n_ctx = g->n_ctx, .window = l->window, .scale = hp->attn_scale, .softcap = 0.0f, .sinks = NULL,
         .max_len = max_len, .scratch = g->attn_scratch, .act_out = use_gemm(g, L->wo, n) ? NULL : g->act,
-        .rope = fold ? &qa : NULL,
     };
     /* the attention quantizes its output for the projection (act_out): tg128 in one build, against a
      * separate quantize kernel, Llama-3-8B Q4_K_M +0.7%, Qwen2.5-0.5B +3.6%, Llama-3.2-1B +1.8%

@@ -208,7 +208,7 @@ static void run_case_with(const acase *c, const int *pos_list, int n_pos, void *
 
     const nib_cuda_attn a = {dq, dk, dv, dout, dpos, c->n_tok, c->n_head, c->n_head_kv, c->hd_k, c->hd_v, n_ctx,
                              c->window, (float)(1.0 / sqrt((double)c->hd_k)), c->softcap, dsinks, c->max_len, scratch,
-                             dact, NULL};
+                             dact};
     for (int ip = 0; ok && s == NIB_OK && ip < n_pos; ip++) {
         const int32_t pos = pos_list[ip];
         s = nib_cuda_copy_to_device(dpos, &pos, sizeof pos, &err);
@@ -499,7 +499,7 @@ static void run_chain(const acase *c, const int *pos_list, int n_pos) {
                     .pos = dpos, .n_tok = 1, .n_head = c->n_head, .n_head_kv = c->n_head_kv, .hd_k = hd, .hd_v = hd,
                     .n_rot = hd, .rope_base = 10000.0f, .rope_scale = 1.0f, .eps = 1e-6f};
                 const nib_cuda_attn aa = {dq, kc[l], vc[l], outs[l], dpos, 1, c->n_head, c->n_head_kv, hd, hd, n_ctx,
-                                          0, scale, 0.0f, NULL, c->max_len, scratch, NULL, NULL};
+                                          0, scale, 0.0f, NULL, c->max_len, scratch, NULL};
                 s = nib_cuda_qkv_rope(&qa, st, &err);
                 if (s == NIB_OK && pass) s = nib_cuda_stream_sync(st, &err);
                 if (s == NIB_OK && pass) s = nib_cuda_copy_to_host(qr, dq, sizeof(float) * nq, &err);
@@ -556,139 +556,6 @@ static void test_chain_after_qkv_rope(void) {
     run_chain(&c, pos_short, 3);
 }
 
-/* The Q/K/V epilogue folded into the attention (nib_cuda_attn.rope): against
- * qkv_rope then the attention on the same raw projection output and the same
- * cache, bit for bit, both the output and the K/V row each leaves in the
- * cache (they run the same epilogue code: any difference is a wrong head,
- * row, stride or order). Raw q/k/v ~ N(0,1), biases ~ 0.1 N(0,1), norm
- * weights 1 + 0.1 N(0,1); cache rows below the position f16 N(0,1), the rest
- * NaN, so a row the fold does not store, or stores in the wrong place, shows. */
-typedef struct fcase {
-    const char *name;
-    int n_head, n_head_kv, hd, n_rot;
-    bool neox, bias, norms;
-    int window, max_len;
-} fcase;
-
-static void run_fold(const fcase *f, const int *pos_list, int n_pos) {
-    nib_error err = {0};
-    const int hd = f->hd, n_ctx = f->max_len;
-    const size_t nq = (size_t)f->n_head * hd, nkv = (size_t)f->n_head_kv * hd, ncache = (size_t)n_ctx * nkv;
-    float *h = malloc(sizeof(float) * (nq + 2 * nkv)), *o1 = malloc(sizeof(float) * nq), *o2 = malloc(sizeof(float) * nq);
-    uint16_t *hc = malloc(2 * ncache), *c1 = malloc(2 * nkv), *c2 = malloc(2 * nkv);
-    float *dqkv = gpu_alloc(sizeof(float) * (nq + 2 * nkv)), *dq = gpu_alloc(sizeof(float) * nq);
-    float *out1 = gpu_alloc(sizeof(float) * nq), *out2 = gpu_alloc(sizeof(float) * nq);
-    float *bq = gpu_alloc(sizeof(float) * nq), *bk = gpu_alloc(sizeof(float) * nkv), *bv = gpu_alloc(sizeof(float) * nkv);
-    float *qn = gpu_alloc(sizeof(float) * hd), *kn = gpu_alloc(sizeof(float) * hd);
-    uint16_t *kc1 = gpu_alloc(2 * ncache), *vc1 = gpu_alloc(2 * ncache), *kc2 = gpu_alloc(2 * ncache),
-             *vc2 = gpu_alloc(2 * ncache);
-    int32_t *dpos = gpu_alloc(sizeof(int32_t));
-    const size_t sb = nib_cuda_attention_scratch_bytes(1, f->n_head, hd, f->max_len);
-    void *scratch = sb ? gpu_alloc(sb) : NULL;
-    bool ok = h && o1 && o2 && hc && c1 && c2 && dqkv && dq && out1 && out2 && bq && bk && bv && qn && kn && kc1 &&
-              vc1 && kc2 && vc2 && dpos && (!sb || scratch) && scratch_zero(scratch, sb, &err);
-    CHECK(ok, "fold %s: setup", f->name);
-    if (ok) {
-        for (size_t i = 0; i < nq; i++) h[i] = (float)(0.1 * rng_normal());
-        gpu_upload(bq, h, sizeof(float) * nq);
-        for (size_t i = 0; i < nkv; i++) h[i] = (float)(0.1 * rng_normal());
-        gpu_upload(bk, h, sizeof(float) * nkv);
-        for (size_t i = 0; i < nkv; i++) h[i] = (float)(0.1 * rng_normal());
-        gpu_upload(bv, h, sizeof(float) * nkv);
-        for (int i = 0; i < hd; i++) h[i] = (float)(1.0 + 0.1 * rng_normal());
-        gpu_upload(qn, h, sizeof(float) * hd);
-        for (int i = 0; i < hd; i++) h[i] = (float)(1.0 + 0.1 * rng_normal());
-        gpu_upload(kn, h, sizeof(float) * hd);
-    }
-    const float scale = (float)(1.0 / sqrt((double)hd));
-    for (int ip = 0; ok && ip < n_pos; ip++) {
-        const int32_t pos = pos_list[ip];
-        /* the fused projection's layout: q, k, v of the token back to back */
-        for (size_t i = 0; i < nq + 2 * nkv; i++) h[i] = (float)rng_normal();
-        gpu_upload(dqkv, h, sizeof(float) * (nq + 2 * nkv));
-        for (size_t i = 0; i < ncache; i++)
-            hc[i] = i < (size_t)pos * nkv ? pool_h[rng_u64() % POOL] : (uint16_t)NAN_F16;
-        gpu_upload(kc1, hc, 2 * ncache), gpu_upload(kc2, hc, 2 * ncache);
-        for (size_t i = 0; i < (size_t)pos * nkv; i++) hc[i] = pool_h[rng_u64() % POOL];
-        gpu_upload(vc1, hc, 2 * ncache), gpu_upload(vc2, hc, 2 * ncache);
-        gpu_upload(dpos, &pos, sizeof pos);
-        const int stride = (int)(nq + 2 * nkv);
-        nib_cuda_qkv_args qa = {
-            .q = dqkv, .k = dqkv + nq, .v = dqkv + nq + nkv, .q_stride = stride, .k_stride = stride,
-            .v_stride = stride, .q_out = dq, .bq = f->bias ? bq : NULL, .bk = f->bias ? bk : NULL,
-            .bv = f->bias ? bv : NULL, .q_norm = f->norms ? qn : NULL, .k_norm = f->norms ? kn : NULL, .eps = 1e-6f,
-            .k_cache = kc1, .v_cache = vc1, .pos = dpos, .n_tok = 1, .n_head = f->n_head, .n_head_kv = f->n_head_kv,
-            .hd_k = hd, .hd_v = hd, .n_rot = f->n_rot, .neox = f->neox, .rope_base = 10000.0f, .rope_scale = 1.0f};
-        nib_cuda_attn aa = {dq, kc1, vc1, out1, dpos, 1, f->n_head, f->n_head_kv, hd, hd, n_ctx, f->window, scale,
-                            0.0f, NULL, f->max_len, scratch, NULL, NULL};
-        nib_status s = nib_cuda_fill_f32(out1, NAN, nq, &err);
-        if (s == NIB_OK) s = nib_cuda_fill_f32(out2, NAN, nq, &err);
-        if (s == NIB_OK) s = nib_cuda_qkv_rope(&qa, NULL, &err);
-        if (s == NIB_OK) s = nib_cuda_attention(&aa, NULL, &err);
-        /* folded: the same raw output, the second cache, q not read (poisoned) */
-        if (s == NIB_OK) s = nib_cuda_fill_f32(dq, NAN, nq, &err);
-        qa.k_cache = kc2, qa.v_cache = vc2, qa.q_out = NULL;
-        aa.k = kc2, aa.v = vc2, aa.out = out2, aa.rope = &qa;
-        if (s == NIB_OK) s = nib_cuda_attention(&aa, NULL, &err);
-        CHECK(s == NIB_OK, "fold %s pos %d: %s", f->name, pos, err.msg);
-        if (s != NIB_OK) break;
-        gpu_download(o1, out1, sizeof(float) * nq), gpu_download(o2, out2, sizeof(float) * nq);
-        int differ = 0, nan = 0;
-        for (size_t i = 0; i < nq; i++) differ += memcmp(&o1[i], &o2[i], sizeof(float)) != 0, nan += isnan(o1[i]);
-        CHECK(differ == 0 && nan == 0, "fold %s pos %d: %d of %zu outputs differ, %d NaN in the reference", f->name,
-              pos, differ, nq, nan);
-        int row_differ = 0;
-        for (int w = 0; w < 2; w++) {
-            gpu_download(c1, (w ? vc1 : kc1) + (size_t)pos * nkv, 2 * nkv);
-            gpu_download(c2, (w ? vc2 : kc2) + (size_t)pos * nkv, 2 * nkv);
-            row_differ += memcmp(c1, c2, 2 * nkv) != 0;
-        }
-        CHECK(row_differ == 0, "fold %s pos %d: the K/V row in the cache differs (%d of 2)", f->name, pos, row_differ);
-        printf("      fold %-44s pos %5d  %d differ, rows %s\n", f->name, pos, differ, row_differ ? "differ" : "same");
-    }
-    /* a fold that does not write the attention's own cache is refused */
-    if (ok) {
-        nib_cuda_qkv_args qa = {.q = dqkv, .k = dqkv, .v = dqkv, .k_cache = kc1, .v_cache = vc1, .pos = dpos, .n_tok = 1,
-                                .n_head = f->n_head, .n_head_kv = f->n_head_kv, .hd_k = hd, .hd_v = hd, .n_rot = hd};
-        nib_cuda_attn aa = {dq, kc2, vc2, out2, dpos, 1, f->n_head, f->n_head_kv, hd, hd, n_ctx, 0, scale, 0.0f,
-                            NULL, f->max_len, scratch, NULL, &qa};
-        memset(&err, 0, sizeof err);
-        const nib_status s = nib_cuda_attention(&aa, NULL, &err);
-        CHECK(s == NIB_ERR_ARG && strstr(err.msg, "rope"), "fold %s: another cache accepted (%d, '%s')", f->name,
-              (int)s, err.msg);
-    }
-    nib_cuda_free(dqkv), nib_cuda_free(dq), nib_cuda_free(out1), nib_cuda_free(out2), nib_cuda_free(bq);
-    nib_cuda_free(bk), nib_cuda_free(bv), nib_cuda_free(qn), nib_cuda_free(kn), nib_cuda_free(kc1);
-    nib_cuda_free(vc1), nib_cuda_free(kc2), nib_cuda_free(vc2), nib_cuda_free(dpos), nib_cuda_free(scratch);
-    free(h), free(o1), free(o2), free(hc), free(c1), free(c2);
-}
-
-static void test_fold_rope(void) {
-    const int pos_short[] = {0, 1, 69, 200, 255}, pos_long[] = {300, 4097};
-    /* Llama-3-8B (rows in one chunk, then 256-row chunks of several steps), Qwen2.5-0.5B
-     * (biases, NeoX pairs, two head slices per KV head), Qwen3-8B's heads (QK-norms),
-     * Gemma 3 270M (hd 256, one KV head, norms, a window), a partial rotation */
-    const fcase cases[] = {
-        {"llama 32/8 hd128", 32, 8, 128, 128, false, false, false, 0, 256},
-        {"qwen2 14/2 hd64 bias neox", 14, 2, 64, 64, true, true, false, 0, 256},
-        {"qwen3 32/8 hd128 norms neox", 32, 8, 128, 128, true, false, true, 0, 256},
-        {"gemma3 4/1 hd256 norms window", 4, 1, 256, 256, true, false, true, 100, 256},
-        {"partial rot 8/2 hd128 n_rot 64", 8, 2, 128, 64, false, true, false, 0, 256},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_fold(&cases[i], pos_short, 5);
-    fcase c = cases[0];
-    c.max_len = 8192;
-    run_fold(&c, pos_long, 2);
-    c = cases[1];
-    c.max_len = 8192;
-    run_fold(&c, pos_long, 2);
-    /* where it does not fold: hd 512, GQA groups under 3, more than one token */
-    CHECK(!nib_cuda_attention_folds_rope(1, 8, 2, 512, 512), "hd 512 folds");
-    CHECK(!nib_cuda_attention_folds_rope(1, 16, 8, 128, 128), "a group of 2 folds");
-    CHECK(!nib_cuda_attention_folds_rope(2, 32, 8, 128, 128), "two tokens fold");
-    CHECK(nib_cuda_attention_folds_rope(1, 32, 8, 128, 128), "Llama-3-8B's shape does not fold");
-}
-
 static void test_errors(void) {
     nib_error err = {0};
     float *q = nib_cuda_alloc(sizeof(float) * 8 * 128, &err), *out = nib_cuda_alloc(sizeof(float) * 8 * 128, &err);
@@ -696,7 +563,7 @@ static void test_errors(void) {
     int32_t *pos = nib_cuda_alloc(sizeof(int32_t), &err);
     CHECK(q && out && kv && pos, "alloc: %s", err.msg);
     if (!q || !out || !kv || !pos) goto done;
-    const nib_cuda_attn good = {q, kv, kv, out, pos, 1, 8, 2, 128, 128, 1024, 0, 0.088f, 0.0f, NULL, 256, NULL, NULL, NULL};
+    const nib_cuda_attn good = {q, kv, kv, out, pos, 1, 8, 2, 128, 128, 1024, 0, 0.088f, 0.0f, NULL, 256, NULL, NULL};
     struct {
         const char *what, *says;
         nib_cuda_attn a;
@@ -751,7 +618,6 @@ int main(void) {
     RUN(test_many_counters);
     RUN(test_bound_broken);
     RUN(test_chain_after_qkv_rope);
-    RUN(test_fold_rope);
     RUN(test_errors);
     printf("worst ||gpu-ref||/||ref|| %.2e (bound %.0e)\n", worst_rel, REL_BOUND);
     return test_summary();
