@@ -1,9 +1,9 @@
 #!/bin/sh
 # A/B of a compile-time switch in one device run: run_step.sh builds the tree
 # as it is (and runs the tests in TESTS), then a second build with DEFINE
-# (e.g. -DATTN_CHUNK_MIN=64) recompiles the C file(s) in TOUCH, and
+# (a C compiler define, e.g. -DGEMM_MIN_TOKENS=16) recompiles the C file(s) in TOUCH, and
 # `nib bench` runs for each model x "BUILD:ENV=VALUE" variant (BUILD off or on).
-#   DEFINE=-DATTN_CHUNK_MIN=64 TOUCH=src/cuda/attention.cu MODELS="llama3-8b:Q4_K_M" \
+#   DEFINE=-DGEMM_MIN_TOKENS=16 TOUCH=src/model/context_cuda.c MODELS="llama3-8b:Q4_K_M" \
 #   VARIANTS="off:NONE=1 on:NONE=1 off:NONE=2 on:NONE=2" sh dev/cuda/run_ab_define.sh
 B=${B:-/tmp/nibdev}
 OUT=${OUT:-/tmp/out}
