@@ -136,8 +136,8 @@ static void kernel_lab(const nib_type *tys, int n_types, nib_simd_level top) {
     enum { N = 1024, ROWS = 64, TOK = 16 };
     static float src[N];
     static uint8_t W[ROWS * N * 4], A[TOK * N * 4 + 1024];
-    printf("%-5s %-11s %12s %12s   (ns per weight element per token, in cache, 1 thread)\n", "type", "level", "vec_dot",
-           "x4/token");
+    printf("%-5s %-11s %12s %12s %12s   (ns per weight element per token, in cache, 1 thread)\n", "type", "level",
+           "vec_dot", "x4/token", "2x4/token");
     for (int ti = 0; ti < n_types; ti++) {
         const nib_type t = tys[ti];
         const nib_type_traits *tt = nib_type_traits_get((int)t);
@@ -156,7 +156,7 @@ static void kernel_lab(const nib_type *tys, int n_types, nib_simd_level top) {
                 k.quantize(src, A + (size_t)r * arb, N);
             }
             volatile float sink = 0;
-            double best1 = 1e30, best4 = 1e30;
+            double best1 = 1e30, best4 = 1e30, best24 = 1e30;
             for (int rep = 0; rep < 5; rep++) {
                 double t0 = cpu_now_s();
                 for (int r = 0; r < ROWS; r++)
@@ -173,11 +173,23 @@ static void kernel_lab(const nib_type *tys, int n_types, nib_simd_level top) {
                     }
                 el = cpu_now_s() - t0;
                 if (el < best4) best4 = el;
+                if (!k.vec_dot_2x4) continue;
+                t0 = cpu_now_s();
+                for (int r = 0; r < ROWS; r += 2)
+                    for (int tok = 0; tok < TOK; tok += 4) {
+                        float out[8];
+                        k.vec_dot_2x4(N, W + (size_t)r * wrb, wrb, A + (size_t)tok * arb, arb, out);
+                        sink += out[0];
+                    }
+                el = cpu_now_s() - t0;
+                if (el < best24) best24 = el;
             }
             const double per = 1e9 / ((double)N * ROWS * TOK);
-            char x4[32] = "-";
+            char x4[32] = "-", x24[32] = "-";
             if (k.vec_dot_x4) snprintf(x4, sizeof x4, "%.4f", best4 * per);
-            printf("%-5s %-11s %12.4f %12s\n", tt->name, nib_simd_level_name((nib_simd_level)l), best1 * per, x4);
+            if (k.vec_dot_2x4) snprintf(x24, sizeof x24, "%.4f", best24 * per);
+            printf("%-5s %-11s %12.4f %12s %12s\n", tt->name, nib_simd_level_name((nib_simd_level)l), best1 * per, x4,
+                   x24);
         }
     }
     printf("\n");

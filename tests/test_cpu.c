@@ -394,6 +394,34 @@ static void check_x4_matches_single(nib_type t, const cpu_kernel *k) {
     CHECK(diffs == 0, "%s: %d of 200 x4 results differ from the single-token kernel", tr(t)->name, diffs);
 }
 
+/* The 2-row form likewise: each (row, token) gets the single-token result
+ * bit for bit, rows at the matmul's stride. */
+static void check_2x4_matches_single(nib_type t, const cpu_kernel *k) {
+    static uint8_t wq[2 * 4096 * 2], packed[4 * 4096 * 2];
+    static float x[4096];
+    const nib_type_traits *at = tr(k->act_type);
+    int diffs = 0;
+    for (int rep = 0; rep < 30; rep++) {
+        const int64_t n = 256 * (1 + (int64_t)(rng_u64() % 12)) + (rep % 3 == 0 ? 32 : 0);
+        const size_t arb = row_bytes(k->act_type, n), wrb = row_bytes(t, n);
+        weight_row(t, wq, n, rep & 1);
+        weight_row(t, wq + wrb, n, !(rep & 1));
+        for (int r = 0; r < 4; r++) {
+            activation_floats(x, n);
+            at->quantize(x, packed + r * arb, n);
+        }
+        float eight[8];
+        for (int i = 0; i < 8; i++) eight[i] = NAN;
+        k->vec_dot_2x4(n, wq, wrb, packed, arb, eight);
+        for (int w = 0; w < 2; w++)
+            for (int r = 0; r < 4; r++) {
+                const float one = k->vec_dot(n, wq + w * wrb, packed + r * arb);
+                diffs += memcmp(&one, &eight[4 * w + r], sizeof one) != 0;
+            }
+    }
+    CHECK(diffs == 0, "%s: %d of 240 2x4 results differ from the single-token kernel", tr(t)->name, diffs);
+}
+
 static void check_dot_kernels(nib_simd_level level) {
     static const int64_t blocks[] = {1, 2, 3, 7, 16, 33};
     static uint8_t wq[16384 * 4];
@@ -428,6 +456,7 @@ static void check_dot_kernels(nib_simd_level level) {
         }
         CHECK(bad == 0, "%s %s: %d of %d dots outside tolerance", tt->name, nib_simd_level_name(level), bad, runs);
         if (k.vec_dot_x4) check_x4_matches_single(t, &k);
+        if (k.vec_dot_2x4) check_2x4_matches_single(t, &k);
         printf("      %-5s %-11s %d rows, worst error/tolerance %.4f\n", tt->name, nib_simd_level_name(level), runs, worst);
         tested++;
     }

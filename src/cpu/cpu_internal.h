@@ -12,6 +12,10 @@
  *              block once (prompt processing). It must give each token exactly
  *              what vec_dot of the same level gives it, so a token's result does
  *              not depend on the batch (tests/test_cpu.c checks bit equality).
+ *   vec_dot_2x4 void f(n, w, w_stride, a, a_stride, out): two weight rows (w,
+ *              w + w_stride) against four activation rows into out[0..3] (the
+ *              first row) and out[4..7], each activation row loaded once for
+ *              both; each (row, token) again exactly what vec_dot gives it.
  *   quantize   the activation quantizer, bit-identical to the reference
  *              quantizer of that activation type.
  *
@@ -33,11 +37,14 @@
 #define NIB_SIMD_LEVELS 3
 
 typedef void (*cpu_vec_dot_x4_fn)(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+typedef void (*cpu_vec_dot_2x4_fn)(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                                   float *out);
 
 /* What nib_cpu_matmul runs for one weight type at the active level. */
 typedef struct cpu_kernel {
     nib_vec_dot_fn vec_dot;     /* weight row . activation row */
     cpu_vec_dot_x4_fn vec_dot_x4; /* the same level's 4-row version, or NULL */
+    cpu_vec_dot_2x4_fn vec_dot_2x4; /* the same level's 2-row 4-token version, or NULL */
     bool act_f32;               /* activation is the float X row as given */
     nib_type act_type;          /* otherwise: the format X is quantized to */
     nib_quantize_fn quantize;   /* and its quantizer (NULL when act_f32) */
@@ -95,11 +102,17 @@ float cpu_dot_q8_0_q8_0_avx512(int64_t n, const void *w, const void *a);
 float cpu_dot_q4_K_q8_K_avx512(int64_t n, const void *w, const void *a);
 float cpu_dot_q6_K_q8_K_avx512(int64_t n, const void *w, const void *a);
 void cpu_dot_q4_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q4_0_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                                  float *out);
 void cpu_dot_q8_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q8_0_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                                  float *out);
 void cpu_dot_q4_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q6_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 float cpu_dot_q5_0_q8_0_avx512(int64_t n, const void *w, const void *a);
 void cpu_dot_q5_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q5_0_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                                  float *out);
 float cpu_dot_q4_1_q8_1_avx512(int64_t n, const void *w, const void *a);
 void cpu_dot_q4_1_q8_1_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 float cpu_dot_q5_1_q8_1_avx512(int64_t n, const void *w, const void *a);

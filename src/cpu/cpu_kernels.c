@@ -30,6 +30,7 @@ typedef struct cpu_type_row {
     bool act_f32;                               /* dot with float X (float weight formats) */
     nib_vec_dot_fn dot[NIB_SIMD_LEVELS];        /* NULL: use the level below */
     cpu_vec_dot_x4_fn dot_x4[NIB_SIMD_LEVELS];  /* 4-token twin of dot[] at the same level */
+    cpu_vec_dot_2x4_fn dot_2x4[NIB_SIMD_LEVELS]; /* 2-row, 4-token twin, or NULL */
 } cpu_type_row;
 
 #define L_SCALAR NIB_SIMD_SCALAR
@@ -45,15 +46,18 @@ static const cpu_type_row type_rows[NIB_TYPE_COUNT] = {
     [NIB_TYPE_BF16] = {true, {[L_SCALAR] = cpu_dot_bf16_f32, [L_AVX2] = cpu_dot_bf16_f32_avx2}, {0}},
 
     [NIB_TYPE_Q4_0] = {false, {[L_AVX2] = cpu_dot_q4_0_q8_0_avx2, [L_512] = cpu_dot_q4_0_q8_0_avx512},
-                       {[L_AVX2] = cpu_dot_q4_0_q8_0_x4_avx2, [L_512] = cpu_dot_q4_0_q8_0_x4_avx512}},
+                       {[L_AVX2] = cpu_dot_q4_0_q8_0_x4_avx2, [L_512] = cpu_dot_q4_0_q8_0_x4_avx512},
+                       {[L_512] = cpu_dot_q4_0_q8_0_2x4_avx512}},
     [NIB_TYPE_Q4_1] = {false, {[L_AVX2] = cpu_dot_q4_1_q8_1_avx2, [L_512] = cpu_dot_q4_1_q8_1_avx512},
                        {[L_AVX2] = cpu_dot_q4_1_q8_1_x4_avx2, [L_512] = cpu_dot_q4_1_q8_1_x4_avx512}},
     [NIB_TYPE_Q5_0] = {false, {[L_AVX2] = cpu_dot_q5_0_q8_0_avx2, [L_512] = cpu_dot_q5_0_q8_0_avx512},
-                       {[L_AVX2] = cpu_dot_q5_0_q8_0_x4_avx2, [L_512] = cpu_dot_q5_0_q8_0_x4_avx512}},
+                       {[L_AVX2] = cpu_dot_q5_0_q8_0_x4_avx2, [L_512] = cpu_dot_q5_0_q8_0_x4_avx512},
+                       {[L_512] = cpu_dot_q5_0_q8_0_2x4_avx512}},
     [NIB_TYPE_Q5_1] = {false, {[L_AVX2] = cpu_dot_q5_1_q8_1_avx2, [L_512] = cpu_dot_q5_1_q8_1_avx512},
                        {[L_AVX2] = cpu_dot_q5_1_q8_1_x4_avx2, [L_512] = cpu_dot_q5_1_q8_1_x4_avx512}},
     [NIB_TYPE_Q8_0] = {false, {[L_AVX2] = cpu_dot_q8_0_q8_0_avx2, [L_512] = cpu_dot_q8_0_q8_0_avx512},
-                       {[L_AVX2] = cpu_dot_q8_0_q8_0_x4_avx2, [L_512] = cpu_dot_q8_0_q8_0_x4_avx512}},
+                       {[L_AVX2] = cpu_dot_q8_0_q8_0_x4_avx2, [L_512] = cpu_dot_q8_0_q8_0_x4_avx512},
+                       {[L_512] = cpu_dot_q8_0_q8_0_2x4_avx512}},
     [NIB_TYPE_Q4_K] = {false, {[L_AVX2] = cpu_dot_q4_K_q8_K_avx2, [L_512] = cpu_dot_q4_K_q8_K_avx512},
                        {[L_AVX2] = cpu_dot_q4_K_q8_K_x4_avx2, [L_512] = cpu_dot_q4_K_q8_K_x4_avx512}},
     [NIB_TYPE_Q5_K] = {false, {[L_AVX2] = cpu_dot_q5_K_q8_K_avx2}, {[L_AVX2] = cpu_dot_q5_K_q8_K_x4_avx2}},
@@ -157,6 +161,7 @@ bool cpu_kernel_get_at(nib_type wtype, nib_simd_level level, cpu_kernel *k) {
         if (row->dot[l]) {
             k->vec_dot = row->dot[l];
             k->vec_dot_x4 = row->dot_x4[l];  /* only the same level's: see cpu_internal.h */
+            k->vec_dot_2x4 = row->dot_2x4[l];
             break;
         }
     }

@@ -75,82 +75,125 @@ static ALWAYS_INLINE float pair_d(const uint8_t *blk) {
     return simd_fp16_to_f32(h);
 }
 
-static ALWAYS_INLINE void pair_step(pair_fmt f, int nt, const uint8_t *w0, const uint8_t *a, size_t a_stride,
-                                    int64_t i, __m512 *acc) {
-    const uint8_t *w1 = w0 + pair_block_bytes(f);
-    const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(pair_codes(f, w0)), pair_codes(f, w1), 1);
-    const __m512i u = _mm512_abs_epi8(q);
-    const __mmask64 neg = _mm512_movepi8_mask(q);
-    const float d0 = pair_d(w0), d1 = pair_d(w1);
+/* R weight rows (w0, w0 + w_stride) x nt tokens. Per row the codes, their
+ * magnitudes and signs and the blocks' scales [d0 x8, d1 x8] are decoded
+ * once; per token the activations and their scales are loaded once for the R
+ * rows. A (row, token)'s operations are the same whatever R and nt are
+ * (its scale product is the lane-wise d_w d_a either way), so every form
+ * gives each of them the same bits. */
+static ALWAYS_INLINE void pair_step(pair_fmt f, int R, int nt, const uint8_t *w0, size_t w_stride, const uint8_t *a,
+                                    size_t a_stride, int64_t i, __m512 (*acc)[NT_MAX]) {
+    __m512i u[2];
+    __mmask64 neg[2];
+    __m512 dw[2];
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++) {
+        const uint8_t *wr = w0 + (size_t)r * w_stride, *w1 = wr + pair_block_bytes(f);
+        const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(pair_codes(f, wr)), pair_codes(f, w1), 1);
+        u[r] = _mm512_abs_epi8(q);
+        neg[r] = _mm512_movepi8_mask(q);
+        dw[r] = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(pair_d(wr)), _mm512_set1_ps(pair_d(w1)));
+    }
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) {
         const block_q8_0 *y = (const block_q8_0 *)(a + (size_t)t * a_stride) + i;
         const __m512i yv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[0].qs)),
                                               _mm256_loadu_si256((const __m256i *)y[1].qs), 1);
-        const __m512i sy = _mm512_mask_sub_epi8(yv, neg, _mm512_setzero_si512(), yv);
-        const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, sy);
-        const __m512 sc = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d0 * pair_d((const uint8_t *)&y[0])),
-                                               _mm512_set1_ps(d1 * pair_d((const uint8_t *)&y[1])));
-        acc[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(s), acc[t]);
+        const __m512 dy = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(pair_d((const uint8_t *)&y[0])),
+                                               _mm512_set1_ps(pair_d((const uint8_t *)&y[1])));
+#pragma GCC unroll 2
+        for (int r = 0; r < R; r++) {
+            const __m512i sy = _mm512_mask_sub_epi8(yv, neg[r], _mm512_setzero_si512(), yv);
+            const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], sy);
+            acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(dw[r], dy), _mm512_cvtepi32_ps(s), acc[r][t]);
+        }
     }
 }
 
 /* the odd last block: the same operations on 256 bits */
-static ALWAYS_INLINE void pair_tail(pair_fmt f, int nt, const uint8_t *w0, const uint8_t *a, size_t a_stride,
-                                    int64_t i, __m256 *acc) {
-    const __m256i q = pair_codes(f, w0);
-    const __m256i u = _mm256_abs_epi8(q);
-    const __mmask32 neg = _mm256_movepi8_mask(q);
-    const float d0 = pair_d(w0);
+static ALWAYS_INLINE void pair_tail(pair_fmt f, int R, int nt, const uint8_t *w0, size_t w_stride, const uint8_t *a,
+                                    size_t a_stride, int64_t i, __m256 (*acc)[NT_MAX]) {
+    __m256i u[2];
+    __mmask32 neg[2];
+    __m256 dw[2];
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++) {
+        const uint8_t *wr = w0 + (size_t)r * w_stride;
+        const __m256i q = pair_codes(f, wr);
+        u[r] = _mm256_abs_epi8(q);
+        neg[r] = _mm256_movepi8_mask(q);
+        dw[r] = _mm256_set1_ps(pair_d(wr));
+    }
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) {
         const block_q8_0 *y = (const block_q8_0 *)(a + (size_t)t * a_stride) + i;
         const __m256i yv = _mm256_loadu_si256((const __m256i *)y->qs);
-        const __m256i sy = _mm256_mask_sub_epi8(yv, neg, _mm256_setzero_si256(), yv);
-        const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, sy);
-        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d0 * pair_d((const uint8_t *)y)), _mm256_cvtepi32_ps(s), acc[t]);
+        const __m256 dy = _mm256_set1_ps(pair_d((const uint8_t *)y));
+#pragma GCC unroll 2
+        for (int r = 0; r < R; r++) {
+            const __m256i sy = _mm256_mask_sub_epi8(yv, neg[r], _mm256_setzero_si256(), yv);
+            const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u[r], sy);
+            acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw[r], dy), _mm256_cvtepi32_ps(s), acc[r][t]);
+        }
     }
 }
 
-static ALWAYS_INLINE void pair_dot(pair_fmt f, int nt, int64_t n, const void *w, const void *a, size_t a_stride,
-                                   float *out) {
+/* out[r * nt + t] = row r . token t */
+static ALWAYS_INLINE void pair_dot(pair_fmt f, int R, int nt, int64_t n, const void *w, size_t w_stride,
+                                   const void *a, size_t a_stride, float *out) {
     const uint8_t *wb = (const uint8_t *)w;
     const size_t bb = pair_block_bytes(f);
     const int64_t nb = n / 32;
-    __m512 acc[NT_MAX];
-    __m256 tail[NT_MAX];
+    __m512 acc[2][NT_MAX];
+    __m256 tail[2][NT_MAX];
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps(), tail[t] = _mm256_setzero_ps();
+        for (int t = 0; t < nt; t++) acc[r][t] = _mm512_setzero_ps(), tail[r][t] = _mm256_setzero_ps();
     int64_t i = 0;
-    for (; i + 1 < nb; i += 2) pair_step(f, nt, wb + (size_t)i * bb, (const uint8_t *)a, a_stride, i, acc);
-    if (i < nb) pair_tail(f, nt, wb + (size_t)i * bb, (const uint8_t *)a, a_stride, i, tail);
+    for (; i + 1 < nb; i += 2) pair_step(f, R, nt, wb + (size_t)i * bb, w_stride, (const uint8_t *)a, a_stride, i, acc);
+    if (i < nb) pair_tail(f, R, nt, wb + (size_t)i * bb, w_stride, (const uint8_t *)a, a_stride, i, tail);
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(acc[t]) + simd_hsum_f32x8(tail[t]);
+        for (int t = 0; t < nt; t++) out[r * nt + t] = _mm512_reduce_add_ps(acc[r][t]) + simd_hsum_f32x8(tail[r][t]);
 }
 
 float cpu_dot_q4_0_q8_0_avx512(int64_t n, const void *w, const void *a) {
     float r;
-    pair_dot(PAIR_Q4_0, 1, n, w, a, 0, &r);
+    pair_dot(PAIR_Q4_0, 1, 1, n, w, 0, a, 0, &r);
     return r;
 }
 void cpu_dot_q4_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    pair_dot(PAIR_Q4_0, 4, n, w, a, a_stride, out);
+    pair_dot(PAIR_Q4_0, 1, 4, n, w, 0, a, a_stride, out);
+}
+void cpu_dot_q4_0_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                                  float *out) {
+    pair_dot(PAIR_Q4_0, 2, 4, n, w, w_stride, a, a_stride, out);
 }
 float cpu_dot_q5_0_q8_0_avx512(int64_t n, const void *w, const void *a) {
     float r;
-    pair_dot(PAIR_Q5_0, 1, n, w, a, 0, &r);
+    pair_dot(PAIR_Q5_0, 1, 1, n, w, 0, a, 0, &r);
     return r;
 }
 void cpu_dot_q5_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    pair_dot(PAIR_Q5_0, 4, n, w, a, a_stride, out);
+    pair_dot(PAIR_Q5_0, 1, 4, n, w, 0, a, a_stride, out);
+}
+void cpu_dot_q5_0_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                                  float *out) {
+    pair_dot(PAIR_Q5_0, 2, 4, n, w, w_stride, a, a_stride, out);
 }
 float cpu_dot_q8_0_q8_0_avx512(int64_t n, const void *w, const void *a) {
     float r;
-    pair_dot(PAIR_Q8_0, 1, n, w, a, 0, &r);
+    pair_dot(PAIR_Q8_0, 1, 1, n, w, 0, a, 0, &r);
     return r;
 }
 void cpu_dot_q8_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    pair_dot(PAIR_Q8_0, 4, n, w, a, a_stride, out);
+    pair_dot(PAIR_Q8_0, 1, 4, n, w, 0, a, a_stride, out);
+}
+void cpu_dot_q8_0_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                                  float *out) {
+    pair_dot(PAIR_Q8_0, 2, 4, n, w, w_stride, a, a_stride, out);
 }
 
 /* ---- Q4_1, Q5_1 with Q8_1, two blocks a 512-bit register --------------------------------

@@ -16,7 +16,8 @@
  * the other tokens, and the block's activations (sized to fit in L2) are
  * reused by every row of the chunk. Four tokens at a time go through the
  * kernel's x4 form where it has one, which decodes each weight block once for
- * all four. Prompt processing is bound by arithmetic this way, not by reading
+ * all four, or two rows at a time through its 2x4 form, which also loads each
+ * activation block once for both rows. Prompt processing is bound by arithmetic this way, not by reading
  * the weights once per token.
  *
  * Nothing here allocates: the job lives on the caller's stack and the
@@ -53,6 +54,7 @@ static void quantize_rows(void *arg, int ith, int nth) {
 typedef struct matmul_job {
     nib_vec_dot_fn vec_dot;
     cpu_vec_dot_x4_fn vec_dot_x4;   /* NULL: one token at a time */
+    cpu_vec_dot_2x4_fn vec_dot_2x4; /* NULL: one row at a time */
     const uint8_t *W;
     size_t w_row_bytes;
     const uint8_t *A;           /* activations: quantized rows, or X itself */
@@ -99,7 +101,28 @@ static void matmul_chunk(const matmul_job *j, int64_t c) {
     for (int64_t t0 = 0; t0 < j->n_tok; t0 += j->tok_block) {
         const int64_t t1 = t0 + j->tok_block < j->n_tok ? t0 + j->tok_block : j->n_tok;
         const uint8_t *w = j->W + (size_t)r0 * j->w_row_bytes;
-        for (int64_t r = r0; r < r1; r++, w += j->w_row_bytes) {
+        int64_t r = r0;
+        /* two rows at a time where the kernel has the form: each group of
+         * four tokens is loaded once for both rows */
+        if (j->vec_dot_2x4 && t1 - t0 >= 4) {
+            for (; r + 2 <= r1; r += 2, w += 2 * j->w_row_bytes) {
+                const uint8_t *a = j->A + (size_t)t0 * j->a_row_bytes;
+                int64_t t = t0;
+                for (; t + 4 <= t1; t += 4, a += 4 * j->a_row_bytes) {
+                    float out[8];
+                    j->vec_dot_2x4(j->n_in, w, j->w_row_bytes, a, j->a_row_bytes, out);
+                    for (int k = 0; k < 4; k++) {
+                        j->Y[(t + k) * j->n_out + r] = out[k];
+                        j->Y[(t + k) * j->n_out + r + 1] = out[4 + k];
+                    }
+                }
+                for (; t < t1; t++, a += j->a_row_bytes) {
+                    j->Y[t * j->n_out + r] = j->vec_dot(j->n_in, w, a);
+                    j->Y[t * j->n_out + r + 1] = j->vec_dot(j->n_in, w + j->w_row_bytes, a);
+                }
+            }
+        }
+        for (; r < r1; r++, w += j->w_row_bytes) {
             const uint8_t *a = j->A + (size_t)t0 * j->a_row_bytes;
             int64_t t = t0;
             if (j->vec_dot_x4) {
@@ -160,7 +183,7 @@ nib_status nib_cpu_matmul(nib_pool *pool, nib_type wtype, const void *W, int64_t
 
     const int nth = nib_pool_size(pool);
     matmul_job j = {
-        .vec_dot = k.vec_dot, .vec_dot_x4 = k.vec_dot_x4,
+        .vec_dot = k.vec_dot, .vec_dot_x4 = k.vec_dot_x4, .vec_dot_2x4 = k.vec_dot_2x4,
         .W = W, .w_row_bytes = w_row_bytes, .A = A, .a_row_bytes = a_row,
         .n_in = n_in, .n_out = n_out, .n_tok = n_tok, .Y = Y,
     };
