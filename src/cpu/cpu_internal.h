@@ -115,7 +115,11 @@ void cpu_dot_q5_0_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, con
                                   float *out);
 float cpu_dot_q4_1_q8_1_avx512(int64_t n, const void *w, const void *a);
 void cpu_dot_q4_1_q8_1_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q4_1_q8_1_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                                  float *out);
 float cpu_dot_q5_1_q8_1_avx512(int64_t n, const void *w, const void *a);
 void cpu_dot_q5_1_q8_1_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q5_1_q8_1_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                                  float *out);
 
 #endif

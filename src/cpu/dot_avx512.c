@@ -76,15 +76,15 @@ static ALWAYS_INLINE float pair_d(const uint8_t *blk) {
 }
 
 /* R weight rows (w0, w0 + w_stride) x nt tokens. Per row the codes, their
- * magnitudes and signs and the blocks' scales [d0 x8, d1 x8] are decoded
- * once; per token the activations and their scales are loaded once for the R
- * rows. A (row, token)'s operations are the same whatever R and nt are
- * (its scale product is the lane-wise d_w d_a either way), so every form
- * gives each of them the same bits. */
+ * magnitudes and signs and the two blocks' scales are decoded once; per
+ * token the activations and their scales are loaded once for the R rows. A
+ * (row, token)'s operations are the same whatever R and nt are, so every
+ * form gives each of them the same bits. */
 static ALWAYS_INLINE void pair_step(pair_fmt f, int R, int nt, const uint8_t *w0, size_t w_stride, const uint8_t *a,
                                     size_t a_stride, int64_t i, __m512 (*acc)[NT_MAX]) {
     __m512i u[2];
     __mmask64 neg[2];
+    float d0[2], d1[2];
     __m512 dw[2];
 #pragma GCC unroll 2
     for (int r = 0; r < R; r++) {
@@ -92,20 +92,29 @@ static ALWAYS_INLINE void pair_step(pair_fmt f, int R, int nt, const uint8_t *w0
         const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(pair_codes(f, wr)), pair_codes(f, w1), 1);
         u[r] = _mm512_abs_epi8(q);
         neg[r] = _mm512_movepi8_mask(q);
-        dw[r] = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(pair_d(wr)), _mm512_set1_ps(pair_d(w1)));
+        d0[r] = pair_d(wr), d1[r] = pair_d(w1);
+        if (R > 1) dw[r] = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d0[r]), _mm512_set1_ps(d1[r]));
     }
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) {
         const block_q8_0 *y = (const block_q8_0 *)(a + (size_t)t * a_stride) + i;
         const __m512i yv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[0].qs)),
                                               _mm256_loadu_si256((const __m256i *)y[1].qs), 1);
-        const __m512 dy = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(pair_d((const uint8_t *)&y[0])),
-                                               _mm512_set1_ps(pair_d((const uint8_t *)&y[1])));
+        const float dy0 = pair_d((const uint8_t *)&y[0]), dy1 = pair_d((const uint8_t *)&y[1]);
+        /* the scale products d_w d_a: two scalar products broadcast for one
+         * row; for two, one vector product a row of [d0 x8, d1 x8] and the
+         * token's [dy0 x8, dy1 x8] (the same products lane by lane; each
+         * form measured fastest where it is used) */
+        const __m512 dy =
+            R > 1 ? _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(dy0), _mm512_set1_ps(dy1)) : _mm512_setzero_ps();
 #pragma GCC unroll 2
         for (int r = 0; r < R; r++) {
             const __m512i sy = _mm512_mask_sub_epi8(yv, neg[r], _mm512_setzero_si512(), yv);
             const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], sy);
-            acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(dw[r], dy), _mm512_cvtepi32_ps(s), acc[r][t]);
+            const __m512 sc =
+                R > 1 ? _mm512_mul_ps(dw[r], dy)
+                      : _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d0[r] * dy0), _mm512_set1_ps(d1[r] * dy1));
+            acc[r][t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(s), acc[r][t]);
         }
     }
 }
@@ -115,25 +124,25 @@ static ALWAYS_INLINE void pair_tail(pair_fmt f, int R, int nt, const uint8_t *w0
                                     size_t a_stride, int64_t i, __m256 (*acc)[NT_MAX]) {
     __m256i u[2];
     __mmask32 neg[2];
-    __m256 dw[2];
+    float d0[2];
 #pragma GCC unroll 2
     for (int r = 0; r < R; r++) {
         const uint8_t *wr = w0 + (size_t)r * w_stride;
         const __m256i q = pair_codes(f, wr);
         u[r] = _mm256_abs_epi8(q);
         neg[r] = _mm256_movepi8_mask(q);
-        dw[r] = _mm256_set1_ps(pair_d(wr));
+        d0[r] = pair_d(wr);
     }
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) {
         const block_q8_0 *y = (const block_q8_0 *)(a + (size_t)t * a_stride) + i;
         const __m256i yv = _mm256_loadu_si256((const __m256i *)y->qs);
-        const __m256 dy = _mm256_set1_ps(pair_d((const uint8_t *)y));
+        const float dy = pair_d((const uint8_t *)y);
 #pragma GCC unroll 2
         for (int r = 0; r < R; r++) {
             const __m256i sy = _mm256_mask_sub_epi8(yv, neg[r], _mm256_setzero_si256(), yv);
             const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u[r], sy);
-            acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw[r], dy), _mm256_cvtepi32_ps(s), acc[r][t]);
+            acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d0[r] * dy), _mm256_cvtepi32_ps(s), acc[r][t]);
         }
     }
 }
@@ -218,71 +227,109 @@ static ALWAYS_INLINE __m256i mpair_codes(mpair_fmt f, const uint8_t *blk) {
     return _mm256_mask_blend_epi8((__mmask32)h, nib, _mm256_or_si256(nib, _mm256_set1_epi8(0x10)));
 }
 
-static ALWAYS_INLINE void mpair_step(mpair_fmt f, int nt, const uint8_t *w0, const uint8_t *a, size_t a_stride,
-                                     int64_t i, __m512 *acc, __m128 *mins) {
-    const uint8_t *w1 = w0 + mpair_block_bytes(f);
-    const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(mpair_codes(f, w0)), mpair_codes(f, w1), 1);
-    const __m128 wd0 = simd_half2(w0), wd1 = simd_half2(w1);
+/* R weight rows x nt tokens, each activation pair and its fp16 pairs loaded
+ * once for the R rows; a (row, token)'s operations are those of R = 1 */
+static ALWAYS_INLINE void mpair_step(mpair_fmt f, int R, int nt, const uint8_t *w0, size_t w_stride, const uint8_t *a,
+                                     size_t a_stride, int64_t i, __m512 (*acc)[NT_MAX], __m128 (*mins)[NT_MAX]) {
+    __m512i q[2];
+    __m128 wd0[2], wd1[2];
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++) {
+        const uint8_t *wr = w0 + (size_t)r * w_stride, *w1 = wr + mpair_block_bytes(f);
+        q[r] = _mm512_inserti64x4(_mm512_castsi256_si512(mpair_codes(f, wr)), mpair_codes(f, w1), 1);
+        wd0[r] = simd_half2(wr), wd1[r] = simd_half2(w1);
+    }
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) {
         const block_q8_1 *y = (const block_q8_1 *)(a + (size_t)t * a_stride) + i;
         const __m512i yv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[0].qs)),
                                               _mm256_loadu_si256((const __m256i *)y[1].qs), 1);
-        const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, yv);
-        const __m128 p0 = _mm_mul_ps(wd0, simd_half2(&y[0])), p1 = _mm_mul_ps(wd1, simd_half2(&y[1]));
-        const __m512 sc = _mm512_mask_blend_ps(0xFF00, _mm512_broadcastss_ps(p0), _mm512_broadcastss_ps(p1));
-        acc[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(s), acc[t]);
-        mins[t] = _mm_add_ps(mins[t], _mm_add_ps(p0, p1));
+        const __m128 y0 = simd_half2(&y[0]), y1 = simd_half2(&y[1]);
+#pragma GCC unroll 2
+        for (int r = 0; r < R; r++) {
+            const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[r], yv);
+            const __m128 p0 = _mm_mul_ps(wd0[r], y0), p1 = _mm_mul_ps(wd1[r], y1);
+            const __m512 sc = _mm512_mask_blend_ps(0xFF00, _mm512_broadcastss_ps(p0), _mm512_broadcastss_ps(p1));
+            acc[r][t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(s), acc[r][t]);
+            mins[r][t] = _mm_add_ps(mins[r][t], _mm_add_ps(p0, p1));
+        }
     }
 }
 
-static ALWAYS_INLINE void mpair_tail(mpair_fmt f, int nt, const uint8_t *w0, const uint8_t *a, size_t a_stride,
-                                     int64_t i, __m256 *acc, __m128 *mins) {
-    const __m256i q = mpair_codes(f, w0);
-    const __m128 wd0 = simd_half2(w0);
+static ALWAYS_INLINE void mpair_tail(mpair_fmt f, int R, int nt, const uint8_t *w0, size_t w_stride, const uint8_t *a,
+                                     size_t a_stride, int64_t i, __m256 (*acc)[NT_MAX], __m128 (*mins)[NT_MAX]) {
+    __m256i q[2];
+    __m128 wd0[2];
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++) {
+        const uint8_t *wr = w0 + (size_t)r * w_stride;
+        q[r] = mpair_codes(f, wr);
+        wd0[r] = simd_half2(wr);
+    }
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) {
         const block_q8_1 *y = (const block_q8_1 *)(a + (size_t)t * a_stride) + i;
-        const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)y->qs));
-        const __m128 p0 = _mm_mul_ps(wd0, simd_half2(y));
-        acc[t] = _mm256_fmadd_ps(_mm256_broadcastss_ps(p0), _mm256_cvtepi32_ps(s), acc[t]);
-        mins[t] = _mm_add_ps(mins[t], p0);
+        const __m256i yv = _mm256_loadu_si256((const __m256i *)y->qs);
+        const __m128 y0 = simd_half2(y);
+#pragma GCC unroll 2
+        for (int r = 0; r < R; r++) {
+            const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q[r], yv);
+            const __m128 p0 = _mm_mul_ps(wd0[r], y0);
+            acc[r][t] = _mm256_fmadd_ps(_mm256_broadcastss_ps(p0), _mm256_cvtepi32_ps(s), acc[r][t]);
+            mins[r][t] = _mm_add_ps(mins[r][t], p0);
+        }
     }
 }
 
-static ALWAYS_INLINE void mpair_dot(mpair_fmt f, int nt, int64_t n, const void *w, const void *a, size_t a_stride,
-                                    float *out) {
+/* out[r * nt + t] = row r . token t */
+static ALWAYS_INLINE void mpair_dot(mpair_fmt f, int R, int nt, int64_t n, const void *w, size_t w_stride,
+                                    const void *a, size_t a_stride, float *out) {
     const uint8_t *wb = (const uint8_t *)w;
     const size_t bb = mpair_block_bytes(f);
     const int64_t nb = n / 32;
-    __m512 acc[NT_MAX];
-    __m256 tail[NT_MAX];
-    __m128 mins[NT_MAX];
+    __m512 acc[2][NT_MAX];
+    __m256 tail[2][NT_MAX];
+    __m128 mins[2][NT_MAX];
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps(), tail[t] = _mm256_setzero_ps(), mins[t] = _mm_setzero_ps();
+        for (int t = 0; t < nt; t++)
+            acc[r][t] = _mm512_setzero_ps(), tail[r][t] = _mm256_setzero_ps(), mins[r][t] = _mm_setzero_ps();
     int64_t i = 0;
-    for (; i + 1 < nb; i += 2) mpair_step(f, nt, wb + (size_t)i * bb, (const uint8_t *)a, a_stride, i, acc, mins);
-    if (i < nb) mpair_tail(f, nt, wb + (size_t)i * bb, (const uint8_t *)a, a_stride, i, tail, mins);
+    for (; i + 1 < nb; i += 2)
+        mpair_step(f, R, nt, wb + (size_t)i * bb, w_stride, (const uint8_t *)a, a_stride, i, acc, mins);
+    if (i < nb) mpair_tail(f, R, nt, wb + (size_t)i * bb, w_stride, (const uint8_t *)a, a_stride, i, tail, mins);
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-    for (int t = 0; t < nt; t++)
-        out[t] = _mm512_reduce_add_ps(acc[t]) + simd_hsum_f32x8(tail[t]) + _mm_cvtss_f32(_mm_movehdup_ps(mins[t]));
+        for (int t = 0; t < nt; t++)
+            out[r * nt + t] = _mm512_reduce_add_ps(acc[r][t]) + simd_hsum_f32x8(tail[r][t]) +
+                              _mm_cvtss_f32(_mm_movehdup_ps(mins[r][t]));
 }
 
 float cpu_dot_q4_1_q8_1_avx512(int64_t n, const void *w, const void *a) {
     float r;
-    mpair_dot(MPAIR_Q4_1, 1, n, w, a, 0, &r);
+    mpair_dot(MPAIR_Q4_1, 1, 1, n, w, 0, a, 0, &r);
     return r;
 }
 void cpu_dot_q4_1_q8_1_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    mpair_dot(MPAIR_Q4_1, 4, n, w, a, a_stride, out);
+    mpair_dot(MPAIR_Q4_1, 1, 4, n, w, 0, a, a_stride, out);
+}
+void cpu_dot_q4_1_q8_1_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                                  float *out) {
+    mpair_dot(MPAIR_Q4_1, 2, 4, n, w, w_stride, a, a_stride, out);
 }
 float cpu_dot_q5_1_q8_1_avx512(int64_t n, const void *w, const void *a) {
     float r;
-    mpair_dot(MPAIR_Q5_1, 1, n, w, a, 0, &r);
+    mpair_dot(MPAIR_Q5_1, 1, 1, n, w, 0, a, 0, &r);
     return r;
 }
 void cpu_dot_q5_1_q8_1_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    mpair_dot(MPAIR_Q5_1, 4, n, w, a, a_stride, out);
+    mpair_dot(MPAIR_Q5_1, 1, 4, n, w, 0, a, a_stride, out);
+}
+void cpu_dot_q5_1_q8_1_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                                  float *out) {
+    mpair_dot(MPAIR_Q5_1, 2, 4, n, w, w_stride, a, a_stride, out);
 }
 
 static ALWAYS_INLINE const block_q8_K *act_block(const void *a, size_t a_stride, int t, int64_t i) {
