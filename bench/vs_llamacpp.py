@@ -4,9 +4,11 @@
 Run with the llama.cpp venv (tools/setup_llama_venv.sh):
 
     .venv-llama/bin/python bench/vs_llamacpp.py [--nib build/nib] [--threads 2] [--pp 128] [--tg 64] [--reps 3]
+        [--model FILE.gguf ...] [--out DIR]
 
-For each test model present (models/, or env NIB_MODELS_DIR), one after the
-other so that the two never share the CPU:
+For each test model present (models/, or env NIB_MODELS_DIR), or each --model
+given (a `nib synth` file, say), one engine after the other so that the two
+never share the CPU:
 
   llama.cpp  pp: Llama.eval of PP pseudo-random tokens from an empty cache in
              one batch (n_batch 512, logits of the last token only); tg: greedy
@@ -15,12 +17,14 @@ other so that the two never share the CPU:
              warm-up of each, then REPS timed repetitions (mean and sd).
              The per-token Python overhead of Llama.eval (tens of microseconds)
              is included in tg; it is small next to a decode step.
-  nib        `nib bench MODEL -p PP -n TG -r REPS -t THREADS --json` (the same
+  nib        `nib bench MODEL -p PP -n TG -r REPS -t THREADS --device cpu --json` (the same
              method: random prompt tokens, greedy generation from one token).
              If that subcommand is missing, `nib run MODEL -p TEXT -n TG --temp 0
-             -t THREADS` and its closing stderr line (prompt of about PP tokens).
+             -t THREADS --device cpu` and its closing stderr line (prompt of
+             about PP tokens).
 
-Prints a table and writes bench/results/<date>-cpu-vs-llamacpp.json and .md.
+Prints a table and writes OUT/<date>-cpu-vs-llamacpp.json and .md (OUT:
+bench/results).
 """
 import argparse
 import datetime
@@ -103,7 +107,8 @@ FILLER = ("The quick brown fox jumps over the lazy dog while the farmer counts h
 
 
 def bench_nib(nib, path, threads, pp, tg, reps):
-    cmd = [nib, "bench", path, "-p", str(pp), "-n", str(tg), "-r", str(reps), "-t", str(threads), "--json"]
+    cmd = [nib, "bench", path, "-p", str(pp), "-n", str(tg), "-r", str(reps), "-t", str(threads), "--device", "cpu",
+           "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode == 0 or "{" in r.stdout:
         try:
@@ -119,7 +124,7 @@ def bench_nib(nib, path, threads, pp, tg, reps):
     text = (FILLER * (pp * 5 // len(FILLER) + 1))[:int(pp * 4.4)]
     pps, tgs, n_prompt = [], [], None
     for _ in range(reps + 1):
-        cmd = [nib, "run", path, "-p", text, "-n", str(tg), "--temp", "0", "-t", str(threads)]
+        cmd = [nib, "run", path, "-p", text, "-n", str(tg), "--temp", "0", "-t", str(threads), "--device", "cpu"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         m = RUN_RE.search(r.stderr)
         if not m:
@@ -144,6 +149,8 @@ def main():
     ap.add_argument("--tg", type=int, default=64)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
+    ap.add_argument("--model", action="append", default=None,
+                    help="a GGUF file to compare instead of the test models (repeatable), e.g. one from nib synth")
     args = ap.parse_args()
 
     load_before = os.getloadavg()
@@ -152,10 +159,11 @@ def main():
               f"the CPU and the numbers will be low and noisy (llama.cpp's spinning threads suffer most)",
               file=sys.stderr)
     rows = []
-    for name in MODELS:
-        path = os.path.join(args.models_dir, name)
+    paths = args.model or [os.path.join(args.models_dir, name) for name in MODELS]
+    for path in paths:
+        name = os.path.basename(path)
         if not os.path.exists(path):
-            print(f"skip {name}: not in {args.models_dir}", file=sys.stderr)
+            print(f"skip {name}: no file {path}", file=sys.stderr)
             continue
         print(f"== {name}: llama.cpp ...", file=sys.stderr, flush=True)
         ll = bench_llama(path, args.threads, args.pp, args.tg, args.reps)
