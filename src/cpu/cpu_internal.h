@@ -108,6 +108,8 @@ void cpu_dot_q8_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t
 void cpu_dot_q8_0_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
                                   float *out);
 void cpu_dot_q4_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q4_K_q8_K_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                                  float *out);
 void cpu_dot_q6_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 float cpu_dot_q5_0_q8_0_avx512(int64_t n, const void *w, const void *a);
 void cpu_dot_q5_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);

@@ -343,59 +343,85 @@ static ALWAYS_INLINE const block_q8_K *act_block(const void *a, size_t a_stride,
  * pairs (at most 2*15*127), vpdpwssd applies the sub-block's scale (low half
  * sc[2j], high half sc[2j+1]) and accumulates in int32. */
 
-static ALWAYS_INLINE void q4k_dot(int nt, int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    const block_q4_K *x = (const block_q4_K *)w;
+/* R weight rows (x, x + w_stride) x nt tokens: each activation load and each
+ * token's per-super-block work (bsums, d) serves the R rows; a (row, token)'s
+ * operations are those of R = 1, so every form gives it the same bits. */
+static ALWAYS_INLINE void q4k_dot(int R, int nt, int64_t n, const void *w, size_t w_stride, const void *a,
+                                  size_t a_stride, float *out) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     /* permutexvar indices: int16 lanes 0..15 <- scale 2j, 16..31 <- 2j+1 */
     __m512i sc_idx[4];
     for (int j = 0; j < 4; j++)
         sc_idx[j] = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16((short)(2 * j)),
                                             _mm512_set1_epi16((short)(2 * j + 1)));
-    __m512 acc[NT_MAX];
-    __m128 acc_m[NT_MAX];
+    __m512 acc[2][NT_MAX];
+    __m128 acc_m[2][NT_MAX];
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) {
-        acc[t] = _mm512_setzero_ps();
-        acc_m[t] = _mm_setzero_ps();
-    }
-    for (int64_t i = 0; i < n / QK_K; i++, x++) {
-        const float xd = simd_fp16_to_f32(x->d), xmin = simd_fp16_to_f32(x->dmin);
-        uint32_t sm[4];
-        kq_unpack_scales_mins(x->scales, sm);
-        const __m512i sc = _mm512_castsi128_si512(kq_scales16(sm)); /* lanes 0..7 used */
-        __m512i sumi[NT_MAX];
+        for (int t = 0; t < nt; t++) {
+            acc[r][t] = _mm512_setzero_ps();
+            acc_m[r][t] = _mm_setzero_ps();
+        }
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const block_q4_K *x[2];
+        float xd[2], xmin[2];
+        uint32_t sm[2][4];
+        __m512i sc[2], sumi[2][NT_MAX];
+#pragma GCC unroll 2
+        for (int r = 0; r < R; r++) {
+            x[r] = (const block_q4_K *)((const uint8_t *)w + (size_t)r * w_stride) + i;
+            xd[r] = simd_fp16_to_f32(x[r]->d), xmin[r] = simd_fp16_to_f32(x[r]->dmin);
+            kq_unpack_scales_mins(x[r]->scales, sm[r]);
+            sc[r] = _mm512_castsi128_si512(kq_scales16(sm[r])); /* lanes 0..7 used */
 #pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) sumi[t] = _mm512_setzero_si512();
+            for (int t = 0; t < nt; t++) sumi[r][t] = _mm512_setzero_si512();
+        }
         for (int j = 0; j < 4; j++) {
-            const __m256i bits = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * j));
-            const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(bits, m4)),
-                                                 _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), 1);
-            const __m512i scj = _mm512_permutexvar_epi16(sc_idx[j], sc);
+            __m512i q[2], scj[2];
+#pragma GCC unroll 2
+            for (int r = 0; r < R; r++) {
+                const __m256i bits = _mm256_loadu_si256((const __m256i *)(x[r]->qs + 32 * j));
+                q[r] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(bits, m4)),
+                                          _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), 1);
+                scj[r] = _mm512_permutexvar_epi16(sc_idx[j], sc[r]);
+            }
 #pragma GCC unroll 4
             for (int t = 0; t < nt; t++) {
-                const block_q8_K *y = act_block(a, a_stride, t, i);
-                const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512((const void *)(y->qs + 64 * j)));
-                sumi[t] = _mm512_dpwssd_epi32(sumi[t], p, scj);
+                const __m512i yv = _mm512_loadu_si512((const void *)(act_block(a, a_stride, t, i)->qs + 64 * j));
+#pragma GCC unroll 2
+                for (int r = 0; r < R; r++)
+                    sumi[r][t] = _mm512_dpwssd_epi32(sumi[r][t], _mm512_maddubs_epi16(q[r], yv), scj[r]);
             }
         }
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
             const block_q8_K *y = act_block(a, a_stride, t, i);
-            acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(y->d * xmin), _mm_cvtepi32_ps(kq_min_sum(sm, y)), acc_m[t]);
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(y->d * xd), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+#pragma GCC unroll 2
+            for (int r = 0; r < R; r++) {
+                acc_m[r][t] = _mm_fmadd_ps(_mm_set1_ps(y->d * xmin[r]), _mm_cvtepi32_ps(kq_min_sum(sm[r], y)),
+                                           acc_m[r][t]);
+                acc[r][t] = _mm512_fmadd_ps(_mm512_set1_ps(y->d * xd[r]), _mm512_cvtepi32_ps(sumi[r][t]), acc[r][t]);
+            }
         }
     }
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(acc[t]) - kq_hsum_f32x4(acc_m[t]);
+        for (int t = 0; t < nt; t++) out[r * nt + t] = _mm512_reduce_add_ps(acc[r][t]) - kq_hsum_f32x4(acc_m[r][t]);
 }
 
 float cpu_dot_q4_K_q8_K_avx512(int64_t n, const void *w, const void *a) {
     float r;
-    q4k_dot(1, n, w, a, 0, &r);
+    q4k_dot(1, 1, n, w, 0, a, 0, &r);
     return r;
 }
 void cpu_dot_q4_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    q4k_dot(4, n, w, a, a_stride, out);
+    q4k_dot(1, 4, n, w, 0, a, a_stride, out);
+}
+void cpu_dot_q4_K_q8_K_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                                  float *out) {
+    q4k_dot(2, 4, n, w, w_stride, a, a_stride, out);
 }
 
 /* ---- Q6_K x Q8_K -----------------------------------------------------------------
