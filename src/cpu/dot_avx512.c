@@ -354,15 +354,21 @@ static ALWAYS_INLINE void q4k_dot(int R, int nt, int64_t n, const void *w, size_
     for (int j = 0; j < 4; j++)
         sc_idx[j] = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16((short)(2 * j)),
                                             _mm512_set1_epi16((short)(2 * j + 1)));
-    __m512 acc[2][NT_MAX];
+    /* The minimums' term: one token, acc_m[r][0] (4 lanes); four tokens,
+     * acc_m4[r] with token t in 128-bit lane t: the same lane-wise
+     * operations, done for the four tokens at once */
+    const bool four = nt == 4;
+    __m512 acc[2][NT_MAX], acc_m4[2];
     __m128 acc_m[2][NT_MAX];
 #pragma GCC unroll 2
-    for (int r = 0; r < R; r++)
+    for (int r = 0; r < R; r++) {
+        acc_m4[r] = _mm512_setzero_ps();
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
             acc[r][t] = _mm512_setzero_ps();
             acc_m[r][t] = _mm_setzero_ps();
         }
+    }
     for (int64_t i = 0; i < n / QK_K; i++) {
         const block_q4_K *x[2];
         float xd[2], xmin[2];
@@ -394,21 +400,46 @@ static ALWAYS_INLINE void q4k_dot(int R, int nt, int64_t n, const void *w, size_
                     sumi[r][t] = _mm512_dpwssd_epi32(sumi[r][t], _mm512_maddubs_epi16(q[r], yv), scj[r]);
             }
         }
+        if (four) {
+            /* the tokens' 32-element activation sums and scales, lane t each */
+            __m512i bs = _mm512_setzero_si512();
+            __m128 d4 = _mm_setzero_ps();
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; t++) {
+                const block_q8_K *y = act_block(a, a_stride, t, i);
+                bs = _mm512_inserti32x4(bs, kq_bsums32(y), t);
+                d4 = _mm_insert_ps(d4, _mm_set_ss(y->d), t << 4);
+            }
+            const __m512 dy = _mm512_permutexvar_ps(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+                                                    _mm512_castps128_ps512(d4));
+#pragma GCC unroll 2
+            for (int r = 0; r < R; r++) {
+                const __m512i m = _mm512_broadcast_i32x4(kq_mins16(sm[r]));
+                acc_m4[r] = _mm512_fmadd_ps(_mm512_mul_ps(dy, _mm512_set1_ps(xmin[r])),
+                                            _mm512_cvtepi32_ps(_mm512_madd_epi16(m, bs)), acc_m4[r]);
+            }
+        }
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
             const block_q8_K *y = act_block(a, a_stride, t, i);
 #pragma GCC unroll 2
             for (int r = 0; r < R; r++) {
-                acc_m[r][t] = _mm_fmadd_ps(_mm_set1_ps(y->d * xmin[r]), _mm_cvtepi32_ps(kq_min_sum(sm[r], y)),
-                                           acc_m[r][t]);
+                if (!four)
+                    acc_m[r][t] = _mm_fmadd_ps(_mm_set1_ps(y->d * xmin[r]), _mm_cvtepi32_ps(kq_min_sum(sm[r], y)),
+                                               acc_m[r][t]);
                 acc[r][t] = _mm512_fmadd_ps(_mm512_set1_ps(y->d * xd[r]), _mm512_cvtepi32_ps(sumi[r][t]), acc[r][t]);
             }
         }
     }
 #pragma GCC unroll 2
-    for (int r = 0; r < R; r++)
+    for (int r = 0; r < R; r++) {
+        if (four) {
+            acc_m[r][0] = _mm512_extractf32x4_ps(acc_m4[r], 0), acc_m[r][1] = _mm512_extractf32x4_ps(acc_m4[r], 1);
+            acc_m[r][2] = _mm512_extractf32x4_ps(acc_m4[r], 2), acc_m[r][3] = _mm512_extractf32x4_ps(acc_m4[r], 3);
+        }
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) out[r * nt + t] = _mm512_reduce_add_ps(acc[r][t]) - kq_hsum_f32x4(acc_m[r][t]);
+    }
 }
 
 float cpu_dot_q4_K_q8_K_avx512(int64_t n, const void *w, const void *a) {

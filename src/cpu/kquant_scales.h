@@ -23,13 +23,20 @@ static inline void kq_unpack_scales_mins(const uint8_t *packed, uint32_t out[4])
     out[3] = ((s[2] >> 4) & low4) | (((s[1] >> 6) & low2) << 4); /* m 4..7: bytes 8..11 high, 4..7 top */
 }
 
+/* The eight minimums as int16, and a Q8_K block's eight 32-element sums
+ * (bsums[2j] + bsums[2j+1]) as int16. */
+static inline __m128i kq_mins16(const uint32_t sm[4]) {
+    return _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sm[3], (int)sm[2]));
+}
+static inline __m128i kq_bsums32(const block_q8_K *y) {
+    const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+    return _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+}
+
 /* The minimum term of one Q4_K/Q5_K super-block before scaling:
  * sum_j m_j * (bsums[2j] + bsums[2j+1]), as 4 int32 partial sums. */
 static inline __m128i kq_min_sum(const uint32_t sm[4], const block_q8_K *y) {
-    const __m128i mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sm[3], (int)sm[2]));
-    const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
-    const __m128i sums32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-    return _mm_madd_epi16(mins, sums32);
+    return _mm_madd_epi16(kq_mins16(sm), kq_bsums32(y));
 }
 
 /* The eight Q4_K/Q5_K scales as int16 in one 128-bit register. */
