@@ -339,9 +339,13 @@ static ALWAYS_INLINE const block_q8_K *act_block(const void *a, size_t a_stride,
 /* ---- Q4_K x Q8_K -----------------------------------------------------------------
  * Step j takes qs[32j..32j+31]: the low nibbles are sub-block 2j (elements
  * 64j..64j+31), the high nibbles sub-block 2j+1 (64j+32..64j+63), which is
- * exactly the order of the 64 activation bytes at 64j. maddubs makes int16
- * pairs (at most 2*15*127), vpdpwssd applies the sub-block's scale (low half
- * sc[2j], high half sc[2j+1]) and accumulates in int32. */
+ * exactly the order of the 64 activation bytes at 64j. vpdpbusd makes int32
+ * sums of 4 (at most 4*15*128, so they fit int16); two steps' sums pack into
+ * int16 (packs, within 128-bit lanes: lane k holds 4 sums of step 2p then 4
+ * of step 2p+1, of sub-blocks 4p + k/2 and 4p + 2 + k/2) and one vpdpwssd
+ * applies the sub-blocks' scales and accumulates in int32. Three multiplies
+ * per 128 elements and token instead of four (maddubs + vpdpwssd a step):
+ * the multiply ports bound this kernel. */
 
 /* R weight rows (x, x + w_stride) x nt tokens: each activation load and each
  * token's per-super-block work (bsums, d) serves the R rows; a (row, token)'s
@@ -349,11 +353,14 @@ static ALWAYS_INLINE const block_q8_K *act_block(const void *a, size_t a_stride,
 static ALWAYS_INLINE void q4k_dot(int R, int nt, int64_t n, const void *w, size_t w_stride, const void *a,
                                   size_t a_stride, float *out) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    /* permutexvar indices: int16 lanes 0..15 <- scale 2j, 16..31 <- 2j+1 */
-    __m512i sc_idx[4];
-    for (int j = 0; j < 4; j++)
-        sc_idx[j] = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16((short)(2 * j)),
-                                            _mm512_set1_epi16((short)(2 * j + 1)));
+    /* permutexvar indices for step pair p: int16 lane l (128-bit lane k =
+     * l / 8, position l % 8) <- scale 4p + (l % 8 < 4 ? 0 : 2) + k / 2 */
+    __m512i sc_idx[2];
+    for (int p = 0; p < 2; p++) {
+        short idx[32];
+        for (int l = 0; l < 32; l++) idx[l] = (short)(4 * p + (l % 8 < 4 ? 0 : 2) + (l / 8) / 2);
+        sc_idx[p] = _mm512_loadu_si512((const void *)idx);
+    }
     /* The minimums' term: one token, acc_m[r][0] (4 lanes); four tokens,
      * acc_m4[r] with token t in 128-bit lane t: the same lane-wise
      * operations, done for the four tokens at once */
@@ -383,21 +390,28 @@ static ALWAYS_INLINE void q4k_dot(int R, int nt, int64_t n, const void *w, size_
 #pragma GCC unroll 4
             for (int t = 0; t < nt; t++) sumi[r][t] = _mm512_setzero_si512();
         }
-        for (int j = 0; j < 4; j++) {
-            __m512i q[2], scj[2];
+        for (int p = 0; p < 2; p++) {
+            __m512i q0[2], q1[2], scp[2];
 #pragma GCC unroll 2
             for (int r = 0; r < R; r++) {
-                const __m256i bits = _mm256_loadu_si256((const __m256i *)(x[r]->qs + 32 * j));
-                q[r] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(bits, m4)),
-                                          _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), 1);
-                scj[r] = _mm512_permutexvar_epi16(sc_idx[j], sc[r]);
+                const __m256i b0 = _mm256_loadu_si256((const __m256i *)(x[r]->qs + 64 * p));
+                const __m256i b1 = _mm256_loadu_si256((const __m256i *)(x[r]->qs + 64 * p + 32));
+                q0[r] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b0, m4)),
+                                           _mm256_and_si256(_mm256_srli_epi16(b0, 4), m4), 1);
+                q1[r] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b1, m4)),
+                                           _mm256_and_si256(_mm256_srli_epi16(b1, 4), m4), 1);
+                scp[r] = _mm512_permutexvar_epi16(sc_idx[p], sc[r]);
             }
 #pragma GCC unroll 4
             for (int t = 0; t < nt; t++) {
-                const __m512i yv = _mm512_loadu_si512((const void *)(act_block(a, a_stride, t, i)->qs + 64 * j));
+                const int8_t *yq = act_block(a, a_stride, t, i)->qs + 128 * p;
+                const __m512i y0 = _mm512_loadu_si512((const void *)yq), y1 = _mm512_loadu_si512((const void *)(yq + 64));
 #pragma GCC unroll 2
-                for (int r = 0; r < R; r++)
-                    sumi[r][t] = _mm512_dpwssd_epi32(sumi[r][t], _mm512_maddubs_epi16(q[r], yv), scj[r]);
+                for (int r = 0; r < R; r++) {
+                    const __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q0[r], y0);
+                    const __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q1[r], y1);
+                    sumi[r][t] = _mm512_dpwssd_epi32(sumi[r][t], _mm512_packs_epi32(s0, s1), scp[r]);
+                }
             }
         }
         if (four) {
