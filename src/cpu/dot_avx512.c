@@ -405,7 +405,8 @@ static ALWAYS_INLINE void q4k_dot(int R, int nt, int64_t n, const void *w, size_
 #pragma GCC unroll 4
             for (int t = 0; t < nt; t++) {
                 const int8_t *yq = act_block(a, a_stride, t, i)->qs + 128 * p;
-                const __m512i y0 = _mm512_loadu_si512((const void *)yq), y1 = _mm512_loadu_si512((const void *)(yq + 64));
+                const __m512i y0 = _mm512_loadu_si512((const void *)yq);
+                const __m512i y1 = _mm512_loadu_si512((const void *)(yq + 64));
 #pragma GCC unroll 2
                 for (int r = 0; r < R; r++) {
                     const __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q0[r], y0);
@@ -415,17 +416,15 @@ static ALWAYS_INLINE void q4k_dot(int R, int nt, int64_t n, const void *w, size_
             }
         }
         if (four) {
-            /* the tokens' 32-element activation sums and scales, lane t each */
-            __m512i bs = _mm512_setzero_si512();
-            __m128 d4 = _mm_setzero_ps();
-#pragma GCC unroll 4
-            for (int t = 0; t < 4; t++) {
-                const block_q8_K *y = act_block(a, a_stride, t, i);
-                bs = _mm512_inserti32x4(bs, kq_bsums32(y), t);
-                d4 = _mm_insert_ps(d4, _mm_set_ss(y->d), t << 4);
-            }
+            /* the tokens' 32-element activation sums and scales, lane t each
+             * (spelled out: the lanes are immediates, which clang wants constant) */
+            const block_q8_K *y0 = act_block(a, a_stride, 0, i), *y1 = act_block(a, a_stride, 1, i);
+            const block_q8_K *y2 = act_block(a, a_stride, 2, i), *y3 = act_block(a, a_stride, 3, i);
+            const __m256i b01 = _mm256_inserti128_si256(_mm256_castsi128_si256(kq_bsums32(y0)), kq_bsums32(y1), 1);
+            const __m256i b23 = _mm256_inserti128_si256(_mm256_castsi128_si256(kq_bsums32(y2)), kq_bsums32(y3), 1);
+            const __m512i bs = _mm512_inserti64x4(_mm512_castsi256_si512(b01), b23, 1);
             const __m512 dy = _mm512_permutexvar_ps(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
-                                                    _mm512_castps128_ps512(d4));
+                                                    _mm512_castps128_ps512(_mm_set_ps(y3->d, y2->d, y1->d, y0->d)));
 #pragma GCC unroll 2
             for (int r = 0; r < R; r++) {
                 const __m512i m = _mm512_broadcast_i32x4(kq_mins16(sm[r]));
