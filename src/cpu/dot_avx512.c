@@ -344,8 +344,9 @@ static ALWAYS_INLINE const block_q8_K *act_block(const void *a, size_t a_stride,
  * int16 (packs, within 128-bit lanes: lane k holds 4 sums of step 2p then 4
  * of step 2p+1, of sub-blocks 4p + k/2 and 4p + 2 + k/2) and one vpdpwssd
  * applies the sub-blocks' scales and accumulates in int32. Three multiplies
- * per 128 elements and token instead of four (maddubs + vpdpwssd a step):
- * the multiply ports bound this kernel. */
+ * per 128 elements and token instead of four (maddubs + vpdpwssd a step);
+ * ns per element per token (bench/cpu_matmul --kernels, AMD EPYC): vec_dot
+ * 0.0217 -> 0.0174, x4 0.0105 -> 0.0099, 2x4 0.0093 -> 0.0091. */
 
 /* R weight rows (x, x + w_stride) x nt tokens: each activation load and each
  * token's per-super-block work (bsums, d) serves the R rows; a (row, token)'s
