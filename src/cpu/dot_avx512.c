@@ -168,42 +168,26 @@ static ALWAYS_INLINE void pair_dot(pair_fmt f, int R, int nt, int64_t n, const v
         for (int t = 0; t < nt; t++) out[r * nt + t] = _mm512_reduce_add_ps(acc[r][t]) + simd_hsum_f32x8(tail[r][t]);
 }
 
-float cpu_dot_q4_0_q8_0_avx512(int64_t n, const void *w, const void *a) {
-    float r;
-    pair_dot(PAIR_Q4_0, 1, 1, n, w, 0, a, 0, &r);
-    return r;
-}
-void cpu_dot_q4_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    pair_dot(PAIR_Q4_0, 1, 4, n, w, 0, a, a_stride, out);
-}
-void cpu_dot_q4_0_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
-                                  float *out) {
-    pair_dot(PAIR_Q4_0, 2, 4, n, w, w_stride, a, a_stride, out);
-}
-float cpu_dot_q5_0_q8_0_avx512(int64_t n, const void *w, const void *a) {
-    float r;
-    pair_dot(PAIR_Q5_0, 1, 1, n, w, 0, a, 0, &r);
-    return r;
-}
-void cpu_dot_q5_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    pair_dot(PAIR_Q5_0, 1, 4, n, w, 0, a, a_stride, out);
-}
-void cpu_dot_q5_0_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
-                                  float *out) {
-    pair_dot(PAIR_Q5_0, 2, 4, n, w, w_stride, a, a_stride, out);
-}
-float cpu_dot_q8_0_q8_0_avx512(int64_t n, const void *w, const void *a) {
-    float r;
-    pair_dot(PAIR_Q8_0, 1, 1, n, w, 0, a, 0, &r);
-    return r;
-}
-void cpu_dot_q8_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    pair_dot(PAIR_Q8_0, 1, 4, n, w, 0, a, a_stride, out);
-}
-void cpu_dot_q8_0_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
-                                  float *out) {
-    pair_dot(PAIR_Q8_0, 2, 4, n, w, w_stride, a, a_stride, out);
-}
+/* A format's three entry points from one body (BODY: pair_dot or mpair_dot):
+ * cpu_dot_NAME_avx512 (one row, one token), _x4 (one row, four tokens) and
+ * _2x4 (two rows, four tokens), as cpu_internal.h declares them. */
+#define DOT_FORMS(NAME, BODY, FMT)                                                                              \
+    float cpu_dot_##NAME##_avx512(int64_t n, const void *w, const void *a) {                                  \
+        float r;                                                                                              \
+        BODY(FMT, 1, 1, n, w, 0, a, 0, &r);                                                                   \
+        return r;                                                                                             \
+    }                                                                                                         \
+    void cpu_dot_##NAME##_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {   \
+        BODY(FMT, 1, 4, n, w, 0, a, a_stride, out);                                                           \
+    }                                                                                                         \
+    void cpu_dot_##NAME##_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride, \
+                                     float *out) {                                                            \
+        BODY(FMT, 2, 4, n, w, w_stride, a, a_stride, out);                                                    \
+    }
+
+DOT_FORMS(q4_0_q8_0, pair_dot, PAIR_Q4_0)
+DOT_FORMS(q5_0_q8_0, pair_dot, PAIR_Q5_0)
+DOT_FORMS(q8_0_q8_0, pair_dot, PAIR_Q8_0)
 
 /* ---- Q4_1, Q5_1 with Q8_1, two blocks a 512-bit register --------------------------------
  * x = d q + m with q unsigned (0..15, 0..31), so no sign trick: vpdpbusd takes
@@ -307,30 +291,8 @@ static ALWAYS_INLINE void mpair_dot(mpair_fmt f, int R, int nt, int64_t n, const
                               _mm_cvtss_f32(_mm_movehdup_ps(mins[r][t]));
 }
 
-float cpu_dot_q4_1_q8_1_avx512(int64_t n, const void *w, const void *a) {
-    float r;
-    mpair_dot(MPAIR_Q4_1, 1, 1, n, w, 0, a, 0, &r);
-    return r;
-}
-void cpu_dot_q4_1_q8_1_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    mpair_dot(MPAIR_Q4_1, 1, 4, n, w, 0, a, a_stride, out);
-}
-void cpu_dot_q4_1_q8_1_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
-                                  float *out) {
-    mpair_dot(MPAIR_Q4_1, 2, 4, n, w, w_stride, a, a_stride, out);
-}
-float cpu_dot_q5_1_q8_1_avx512(int64_t n, const void *w, const void *a) {
-    float r;
-    mpair_dot(MPAIR_Q5_1, 1, 1, n, w, 0, a, 0, &r);
-    return r;
-}
-void cpu_dot_q5_1_q8_1_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    mpair_dot(MPAIR_Q5_1, 1, 4, n, w, 0, a, a_stride, out);
-}
-void cpu_dot_q5_1_q8_1_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
-                                  float *out) {
-    mpair_dot(MPAIR_Q5_1, 2, 4, n, w, w_stride, a, a_stride, out);
-}
+DOT_FORMS(q4_1_q8_1, mpair_dot, MPAIR_Q4_1)
+DOT_FORMS(q5_1_q8_1, mpair_dot, MPAIR_Q5_1)
 
 static ALWAYS_INLINE const block_q8_K *act_block(const void *a, size_t a_stride, int t, int64_t i) {
     return (const block_q8_K *)((const uint8_t *)a + (size_t)t * a_stride) + i;
