@@ -179,27 +179,10 @@ template <class F>
 constexpr bool LONG_SQUARE = std::is_same<F, fmt_q8_0>::value;
 template <class F>
 constexpr bool LONG_U1 = std::is_same<F, fmt_q6_K>::value;
-/* The format type the split-K launches run. GEMV_Q4K_KS_SEL=1: Q4_K's
- * scales without a branch there (gemv_formats.cuh fmt_q4_K_sel), which won
- * in the kernel lab on those launches (bench/gpu-decode-notes.md v53) but
- * has not been measured in a decode step yet: off until an A/B shows it. */
-#ifndef GEMV_Q4K_KS_SEL
-#define GEMV_Q4K_KS_SEL 0
-#endif
-template <class F>
-struct ks_fmt {
-    using T = F;
-};
-#if GEMV_Q4K_KS_SEL
-template <>
-struct ks_fmt<fmt_q4_K> {
-    using T = fmt_q4_K_sel;
-};
-#endif
 template <class F, int U, int KS, int R2 = 2>
 static cudaError_t launch_ks(const mm_args *a) {
     constexpr int W = GEMV_WARPS;
-    constexpr auto K = gemv_q8_ks<typename ks_fmt<F>::T, W, R2, U, KS>;
+    constexpr auto K = gemv_q8_ks<F, W, R2, U, KS>;
     const nib_cuda_weight *w = a->w;
     return pdl_launch(K, dim3(grid_of<K>(w, (W / KS) * R2)), dim3(W * 32), 0, a->stream, w->dev, w->row_bytes, a->a,
                       a->y, (int)w->n_in, (int)w->n_out, a->add);

@@ -294,28 +294,6 @@ __device__ __forceinline__ void scale_min_k4(int j, const uint32_t (&s)[3], int 
     }
 }
 
-/* Both sub-blocks of item c (2c and 2c+1) at once, without a branch: the
- * 12 scale bytes as six 16-bit words, word c holding bytes 2c, 2c+1. For
- * c < 2 the scales are word c and the mins word c + 2 (6 bits a byte); for
- * c >= 2 the low 4 bits come from word c + 2's nibbles and the high 2 from
- * the top bits of word c - 2 (scales) or word c (mins). Every lane of a warp
- * takes a different c (c = lane % 4 in the GEMVs), so scale_min_k4's branch
- * on j diverges in every warp, twice a row; which form is faster depends on
- * the launch (fmt_q4_K_sel below). Same integers. */
-__device__ __forceinline__ uint32_t scale_u16(const uint32_t (&s)[3], int k) {
-    const uint32_t w = k < 2 ? s[0] : (k < 4 ? s[1] : s[2]);
-    return (w >> (16 * (k & 1))) & 0xFFFFu;
-}
-__device__ __forceinline__ void scale_min_k4_item(int c, const uint32_t (&s)[3], int &sc0, int &m0, int &sc1,
-                                                  int &m1) {
-    /* words c - 2 (when c >= 2: c & 1), c and c + 2 */
-    const uint32_t lo = scale_u16(s, c & 1), mid = scale_u16(s, c), hi = scale_u16(s, c + 2);
-    const bool low = c < 2;
-    const uint32_t sc = low ? (mid & 0x3F3Fu) : ((hi & 0x0F0Fu) | ((lo & 0xC0C0u) >> 2));
-    const uint32_t m = low ? (hi & 0x3F3Fu) : (((hi >> 4) & 0x0F0Fu) | ((mid & 0xC0C0u) >> 2));
-    sc0 = (int)(sc & 0xFFu), sc1 = (int)(sc >> 8), m0 = (int)(m & 0xFFu), m1 = (int)(m >> 8);
-}
-
 /* Q4_K, 144 bytes: d, dmin, scales[12], qs[128]. Item = 64 elements (chunk c):
  * qs[32c..32c+31] low nibbles are sub-block 2c, high nibbles 2c+1;
  * x = d sc q - dmin m.
@@ -327,8 +305,7 @@ __device__ __forceinline__ void scale_min_k4_item(int c, const uint32_t (&s)[3],
  * before), the two halves' (d, s) pairs as one float4 (two float2):
  * Llama-3-8B Q4_K_M tg128 461.3 -> 469.4 t/s, Llama-3.2-1B 1,487 -> 1,539
  * (bench/gpu-decode-notes.md v41). Q5_K the same. */
-template <bool SEL>
-struct fmt_q4_K_t {
+struct fmt_q4_K {
     static constexpr int QK = 256, BYTES = 144, CH = 64;
     template <class L = ld_global>
     static __device__ __forceinline__ float dot(const uint8_t *b, int c, const int8_t *xq, const float2 *ds) {
@@ -344,26 +321,13 @@ struct fmt_q4_K_t {
 #pragma unroll
         for (int k = 0; k < 8; k++) sum_hi = __dp4a((int)((q[k] >> 4) & 0x0F0F0F0Fu), a[k], sum_hi);
         int sc0, m0, sc1, m1;
-        if constexpr (SEL) {
-            scale_min_k4_item(c, s, sc0, m0, sc1, m1);
-        } else {
-            scale_min_k4(2 * c, s, sc0, m0);
-            scale_min_k4(2 * c + 1, s, sc1, m1);
-        }
+        scale_min_k4(2 * c, s, sc0, m0);
+        scale_min_k4(2 * c + 1, s, sc1, m1);
         const float4 dd = __ldg((const float4 *)(ds + 2 * c)); /* (d, s) of both halves; 16-byte aligned */
         return h2f(hdr[0]) * ((float)(sc0 * sum_lo) * dd.x + (float)(sc1 * sum_hi) * dd.z) -
                h2f(hdr[0] >> 16) * ((float)m0 * dd.y + (float)m1 * dd.w);
     }
 };
-/* The scales without a branch (scale_min_k4_item) won in the split-K
- * launches and lost in the plain and gate/up ones (kernel lab, H200, PDL
- * graph, % of copy, branch -> select: 4096 x 4096 square split 31 -> 40%,
- * 14336 x 4096 split K 4 47 -> 53%; 4096 x 14336 plain 62 -> 57%, gate/up
- * 4096 x 28672 74 -> 63%; bench/gpu-decode-notes.md v53): two types, so
- * the split launches can take fmt_q4_K_sel (gemv.cu ks_fmt,
- * GEMV_Q4K_KS_SEL). Same integers. */
-struct fmt_q4_K : fmt_q4_K_t<false> {};
-struct fmt_q4_K_sel : fmt_q4_K_t<true> {};
 
 /* Q5_K, 176 bytes: d, dmin, scales[12], qh[32], qs[128]. As Q4_K, plus bit 4
  * of element e in bit e/32 of qh[e%32]. */
