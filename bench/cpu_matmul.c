@@ -131,13 +131,14 @@ static void free_buffers(buffers *b) {
 /* ---- the kernels alone -----------------------------------------------------------
  * One thread, weights and activations in L2 (1024 x 64 rows), thread CPU time
  * (so other processes on a shared machine do not count): ns per weight element
- * per token, for the single-token vec_dot and the 4-token form. */
+ * per token, for the single-token vec_dot, the 4-token and 2-row forms, and
+ * the packed layout's kernel (cpu/repack.h) on 4 tokens a call. */
 static void kernel_lab(const nib_type *tys, int n_types, nib_simd_level top) {
     enum { N = 1024, ROWS = 64, TOK = 16 };
     static float src[N];
-    static uint8_t W[ROWS * N * 4], A[TOK * N * 4 + 1024];
-    printf("%-5s %-11s %12s %12s %12s   (ns per weight element per token, in cache, 1 thread)\n", "type", "level",
-           "vec_dot", "x4/token", "2x4/token");
+    static uint8_t W[ROWS * N * 4], A[TOK * N * 4 + 1024], P[ROWS * N * 4];
+    printf("%-5s %-11s %12s %12s %12s %12s   (ns per weight element per token, in cache, 1 thread)\n", "type",
+           "level", "vec_dot", "x4/token", "2x4/token", "packed/tok");
     for (int ti = 0; ti < n_types; ti++) {
         const nib_type t = tys[ti];
         const nib_type_traits *tt = nib_type_traits_get((int)t);
@@ -155,14 +156,32 @@ static void kernel_lab(const nib_type *tys, int n_types, nib_simd_level top) {
                 for (int i = 0; i < N; i++) src[i] = (float)(uniform() - 0.5);
                 k.quantize(src, A + (size_t)r * arb, N);
             }
+            /* the packed layout of this level (cpu/repack.h), 4 tokens a call */
+            const nib_simd_level was = nib_cpu_set_simd_level((nib_simd_level)l);
+            cpu_packed pk;
+            const int packed = cpu_packed_get(t, &pk) && nib_cpu_repack_bytes(t, N, ROWS) <= sizeof P &&
+                               nib_cpu_repack(NULL, t, W, N, ROWS, P) == NIB_OK;
+            nib_cpu_set_simd_level(was);
+            const size_t group_bytes = packed ? nib_cpu_repack_bytes(t, N, ROWS) / (ROWS / pk.rows) : 0;
             volatile float sink = 0;
-            double best1 = 1e30, best4 = 1e30, best24 = 1e30;
+            double best1 = 1e30, best4 = 1e30, best24 = 1e30, bestp = 1e30;
             for (int rep = 0; rep < 5; rep++) {
                 double t0 = cpu_now_s();
                 for (int r = 0; r < ROWS; r++)
                     for (int tok = 0; tok < TOK; tok++) sink += k.vec_dot(N, W + (size_t)r * wrb, A + (size_t)tok * arb);
                 double el = cpu_now_s() - t0;
                 if (el < best1) best1 = el;
+                if (packed) {
+                    t0 = cpu_now_s();
+                    for (int g = 0; g < ROWS / pk.rows; g++)
+                        for (int tok = 0; tok < TOK; tok += 4) {
+                            float out[64];
+                            pk.dot(N, P + (size_t)g * group_bytes, A + (size_t)tok * arb, arb, 4, out);
+                            sink += out[0];
+                        }
+                    el = cpu_now_s() - t0;
+                    if (el < bestp) bestp = el;
+                }
                 if (!k.vec_dot_x4) continue;
                 t0 = cpu_now_s();
                 for (int r = 0; r < ROWS; r++)
@@ -185,11 +204,12 @@ static void kernel_lab(const nib_type *tys, int n_types, nib_simd_level top) {
                 if (el < best24) best24 = el;
             }
             const double per = 1e9 / ((double)N * ROWS * TOK);
-            char x4[32] = "-", x24[32] = "-";
+            char x4[32] = "-", x24[32] = "-", xp[32] = "-";
             if (k.vec_dot_x4) snprintf(x4, sizeof x4, "%.4f", best4 * per);
             if (k.vec_dot_2x4) snprintf(x24, sizeof x24, "%.4f", best24 * per);
-            printf("%-5s %-11s %12.4f %12s %12s\n", tt->name, nib_simd_level_name((nib_simd_level)l), best1 * per, x4,
-                   x24);
+            if (packed) snprintf(xp, sizeof xp, "%.4f", bestp * per);
+            printf("%-5s %-11s %12.4f %12s %12s %12s\n", tt->name, nib_simd_level_name((nib_simd_level)l), best1 * per,
+                   x4, x24, xp);
         }
     }
     printf("\n");

@@ -40,6 +40,7 @@
 #include "core/fp16.h"
 #include "cpu/cpu.h"
 #include "cpu/cpu_internal.h"
+#include "cpu/repack.h"
 #include "nib.h"
 #include "quant/blocks.h"
 #include "quant/types.h"
@@ -517,7 +518,7 @@ typedef struct { int64_t n_in, n_out; } shape;
 
 /* Y against float64, for one type, one level, one pool. Returns the worst
  * error / tolerance; *bad counts outputs outside. */
-static double check_matmul(nib_type t, nib_pool *pool, shape s, int64_t n_tok, int *bad) {
+static double check_matmul_as(nib_type t, nib_pool *pool, shape s, int64_t n_tok, bool packed, int *bad) {
     const nib_type_traits *tt = tr(t);
     const size_t wrb = row_bytes(t, s.n_in);
     uint8_t *W = malloc(wrb * (size_t)s.n_out);
@@ -541,8 +542,18 @@ static double check_matmul(nib_type t, nib_pool *pool, shape s, int64_t n_tok, i
         }
     }
     poison(Y, s.n_out * n_tok);
-    nib_status st = nib_cpu_matmul(pool, t, W, s.n_in, s.n_out, X, n_tok, Y, scratch);
-    CHECK(st == NIB_OK, "%s matmul returned %d", tt->name, (int)st);
+    nib_status st;
+    if (packed) {
+        const size_t pb = nib_cpu_repack_bytes(t, s.n_in, s.n_out);
+        uint8_t *P = malloc(pb ? pb : 1);
+        memset(P, 0xA5, pb ? pb : 1);
+        st = pb ? nib_cpu_repack(pool, t, W, s.n_in, s.n_out, P) : NIB_ERR_ARG;
+        if (st == NIB_OK) st = nib_cpu_matmul_packed(pool, t, P, s.n_in, s.n_out, X, n_tok, Y, scratch);
+        free(P);
+    } else {
+        st = nib_cpu_matmul(pool, t, W, s.n_in, s.n_out, X, n_tok, Y, scratch);
+    }
+    CHECK(st == NIB_OK, "%s %smatmul returned %d", tt->name, packed ? "packed " : "", (int)st);
     double worst = 0;
     const double nb = (double)(s.n_in / tt->block_elems);
     for (int64_t o = 0; o < s.n_out; o++) {
@@ -561,8 +572,8 @@ static double check_matmul(nib_type t, nib_pool *pool, shape s, int64_t n_tok, i
             double err = fabs(got - ref);
             if (!(err <= tol)) {
                 if (*bad < 3)
-                    fprintf(stderr, "    %s %s %lldx%lld tok %lld/%lld row %lld: %.9g vs float64 %.9g (tol %.3g)\n",
-                            tt->name, nib_simd_level_name(nib_cpu_simd_level()), (long long)s.n_in,
+                    fprintf(stderr, "    %s%s %s %lldx%lld tok %lld/%lld row %lld: %.9g vs float64 %.9g (tol %.3g)\n",
+                            tt->name, packed ? " packed" : "", nib_simd_level_name(nib_cpu_simd_level()), (long long)s.n_in,
                             (long long)s.n_out, (long long)tk, (long long)n_tok, (long long)o, got, ref, tol);
                 (*bad)++;
                 worst = isnan(err) ? INFINITY : fmax(worst, err / tol);
@@ -573,6 +584,10 @@ static double check_matmul(nib_type t, nib_pool *pool, shape s, int64_t n_tok, i
     }
     free(W), free(X), free(Y), free(A), free(w), free(scratch), free(aq);
     return worst;
+}
+
+static double check_matmul(nib_type t, nib_pool *pool, shape s, int64_t n_tok, int *bad) {
+    return check_matmul_as(t, pool, s, n_tok, false, bad);
 }
 
 static void run_matmul_suite(nib_simd_level level, const nib_type *types, int n_types) {
@@ -693,6 +708,137 @@ static void test_matmul_rejects_bad_args(void) {
     CHECK(nib_cpu_matmul(NULL, NIB_TYPE_Q4_0, w, 32, 0, x, 1, y, scratch) == NIB_OK && y[0] == 1.0f, "n_out 0 is a no-op");
 }
 
+/* ---- weights repacked for the CPU kernels (cpu/repack.h) ----------------------------- */
+
+/* The packed layouts are used at one SIMD level each: set it, or skip. */
+static bool packed_level(nib_type t, nib_simd_level *prev) {
+    *prev = nib_cpu_simd_level();
+    for (int l = (int)nib_cpu_detect_simd(); l > NIB_SIMD_SCALAR; l--) {
+        nib_cpu_set_simd_level((nib_simd_level)l);
+        cpu_packed p;
+        if (cpu_packed_get(t, &p)) return true;
+    }
+    nib_cpu_set_simd_level(*prev);
+    return false;
+}
+
+/* Packing moves bits and changes none: every element of the packed Q4_K
+ * layout, decoded as repack.h describes it (an independent reading), is the
+ * reference dequantizer's value of the original row, bit for bit. */
+static void test_repack_q4_K_layout(void) {
+    rng_seed(707);
+    const int64_t n = 512, nb = n / QK_K;
+    const size_t rb = row_bytes(NIB_TYPE_Q4_K, n);
+    uint8_t *W = malloc(rb * Q4_KX8_ROWS);
+    block_q4_Kx8 *P = malloc(sizeof *P * (size_t)nb);
+    float ref[512], got[512];
+    for (int r = 0; r < Q4_KX8_ROWS; r++) random_blocks(NIB_TYPE_Q4_K, W + r * rb, n);
+    memset(P, 0x5A, sizeof *P * (size_t)nb);
+    for (int64_t i = 0; i < nb; i++) cpu_pack_q4_Kx8(W, rb, i, P + i);
+    int bad = 0;
+    for (int r = 0; r < Q4_KX8_ROWS; r++) {
+        tr(NIB_TYPE_Q4_K)->dequantize(W + r * rb, ref, n);
+        poison(got, n);
+        for (int64_t i = 0; i < nb; i++)
+            for (int j = 0; j < 8; j++) {
+                const float d1 = nib_fp16_to_f32(P[i].d[r]) * (float)P[i].sc[j][r];
+                const float m1 = nib_fp16_to_f32(P[i].dmin[r]) * (float)P[i].m[j / 2][r][j % 2];
+                for (int e = 0; e < 32; e++) {
+                    const uint8_t b = P[i].qs[j][(e / 4) % 4][4 * r + e % 4];
+                    const int q = e < 16 ? b & 0x0F : b >> 4;
+                    got[QK_K * i + 32 * j + e] = d1 * (float)q - m1;
+                }
+            }
+        bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
+    }
+    CHECK(bad == 0, "Q4_Kx8: %d of 8 rows decode differently from the file layout", bad);
+    free(W), free(P);
+}
+
+/* Every packed layout's matmul against float64 (check_matmul's tolerance),
+ * 1 and 3 threads, several batch sizes; and each token's outputs the same
+ * bits alone, in any batch and with any thread count. */
+static void test_matmul_packed(void) {
+    static const nib_type types[] = {NIB_TYPE_Q4_K};
+    int tested = 0;
+    nib_error err;
+    nib_pool *pool = nib_pool_new(3, &err);
+    CHECK(pool != NULL, "pool: %s", err.msg);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0] && pool; ti++) {
+        const nib_type t = types[ti];
+        nib_simd_level prev;
+        if (!packed_level(t, &prev)) continue;
+        tested++;
+        cpu_packed pk;
+        cpu_packed_get(t, &pk);
+        /* n_out: one group, many groups, groups that do not divide the chunks */
+        const shape shapes[] = {{QK_K, pk.rows}, {2 * QK_K, 17 * pk.rows}, {16384, 3 * pk.rows}};
+        static const int64_t toks[] = {1, 2, 3, 4, 5, 17};
+        int bad = 0;
+        double worst = 0;
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            for (size_t ki = 0; ki < sizeof toks / sizeof toks[0]; ki++) {
+                rng_seed(800 + 5 * si + ki);
+                worst = fmax(worst, check_matmul_as(t, ki % 2 ? pool : NULL, shapes[si], toks[ki], true, &bad));
+            }
+        CHECK(bad == 0, "%s packed: %d outputs outside tolerance", tr(t)->name, bad);
+        printf("      %-7s packed %-11s worst error/tolerance %.4f\n", tr(t)->name,
+               nib_simd_level_name(nib_cpu_simd_level()), worst);
+
+        /* batch and thread independence */
+        const int64_t n_in = 2048, n_out = 5 * pk.rows, n_tok = 11;
+        const size_t wrb = row_bytes(t, n_in), pb = nib_cpu_repack_bytes(t, n_in, n_out);
+        uint8_t *W = malloc(wrb * n_out), *P = malloc(pb);
+        uint8_t *scratch = malloc(nib_cpu_matmul_scratch_bytes(t, n_in, n_tok));
+        float *X = malloc(sizeof(float) * n_in * n_tok), *Y1 = malloc(sizeof(float) * n_out * n_tok);
+        float *Y3 = malloc(sizeof(float) * n_out * n_tok), *y = malloc(sizeof(float) * n_out);
+        for (int64_t o = 0; o < n_out; o++) weight_row(t, W + o * wrb, n_in, (int)(o & 1));
+        for (int64_t k = 0; k < n_tok; k++) activation_floats(X + k * n_in, n_in);
+        CHECK(nib_cpu_repack(pool, t, W, n_in, n_out, P) == NIB_OK, "%s repack", tr(t)->name);
+        poison(Y1, n_out * n_tok), poison(Y3, n_out * n_tok);
+        CHECK(nib_cpu_matmul_packed(NULL, t, P, n_in, n_out, X, n_tok, Y1, scratch) == NIB_OK, "1 thread");
+        CHECK(nib_cpu_matmul_packed(pool, t, P, n_in, n_out, X, n_tok, Y3, scratch) == NIB_OK, "3 threads");
+        CHECK(memcmp(Y1, Y3, sizeof(float) * n_out * n_tok) == 0, "%s packed: 1 and 3 threads differ", tr(t)->name);
+        int differ = 0;
+        for (int64_t tk = 0; tk < n_tok; tk++) {
+            poison(y, n_out);
+            nib_cpu_matmul_packed(pool, t, P, n_in, n_out, X + tk * n_in, 1, y, scratch);
+            differ += memcmp(y, Y3 + tk * n_out, sizeof(float) * n_out) != 0;
+        }
+        CHECK(differ == 0, "%s packed: %d of %lld tokens differ alone and in a batch", tr(t)->name, differ,
+              (long long)n_tok);
+        free(W), free(P), free(scratch), free(X), free(Y1), free(Y3), free(y);
+        nib_cpu_set_simd_level(prev);
+    }
+    nib_pool_free(pool);
+    if (!tested) SKIP("no packed layout at this CPU's SIMD levels");
+}
+
+static void test_repack_rejects_bad_args(void) {
+    nib_simd_level prev;
+    if (!packed_level(NIB_TYPE_Q4_K, &prev)) SKIP("no packed Q4_K layout at this CPU's SIMD levels");
+    uint8_t w[4096], p[4096], scratch[4096];
+    float x[256], y[8];
+    rng_bytes(w, sizeof w);
+    random_normal(x, 256, 1.0);
+    CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_K, 256, 8) == sizeof(block_q4_Kx8), "one group");
+    CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_K, 256, 12) == 0, "12 rows are not whole groups");
+    CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_K, 128, 8) == 0, "128 is not whole super-blocks");
+    CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_0, 256, 8) == 0, "Q4_0 has no packed layout");
+    CHECK(nib_cpu_repack(NULL, NIB_TYPE_Q4_K, w, 256, 12, p) == NIB_ERR_ARG, "repack of 12 rows");
+    CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q4_0, p, 256, 8, x, 1, y, scratch) == NIB_ERR_UNSUPPORTED,
+          "packed Q4_0");
+    CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q4_K, p, 256, 12, x, 1, y, scratch) == NIB_ERR_ARG,
+          "packed matmul of 12 rows");
+    nib_cpu_set_simd_level(prev);
+    /* under another level the packed copy has no kernel: an error, not other numbers */
+    nib_cpu_set_simd_level(NIB_SIMD_SCALAR);
+    CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_K, 256, 8) == 0, "scalar level: no packed layout");
+    CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q4_K, p, 256, 8, x, 1, y, scratch) == NIB_ERR_UNSUPPORTED,
+          "scalar level: packed matmul");
+    nib_cpu_set_simd_level(prev);
+}
+
 static void test_get_row(void) {
     rng_seed(606);
     static uint8_t w[8 * 4096];
@@ -724,6 +870,9 @@ int main(void) {
     RUN(test_matmul_every_format_scalar);
     RUN(test_matmul_every_format_best);
     RUN(test_matmul_threads_agree);
+    RUN(test_repack_q4_K_layout);
+    RUN(test_matmul_packed);
+    RUN(test_repack_rejects_bad_args);
     RUN(test_get_row);
     return test_summary();
 }

@@ -217,6 +217,11 @@ int cli_session_open(cli_session *s, const cli_opts *o, bool with_ctx) {
         if (nib_ctx_device(s->ctx) == NIB_DEVICE_CUDA)
             fprintf(stderr, "nib: running on the GPU (%.1f MiB of device memory); prompts: %s\n",
                     (double)nib_ctx_device_bytes(s->ctx) / (1 << 20), nib_ctx_prompt_path(s->ctx));
+        int n_packed = 0;
+        const uint64_t packed = nib_ctx_repacked_bytes(s->ctx, &n_packed);
+        if (n_packed)
+            fprintf(stderr, "nib: %d matrices repacked for the %s kernels (%.1f MiB; NIB_REPACK=0 keeps the file's layout)\n",
+                    n_packed, nib_simd_level_name(nib_cpu_simd_level()), (double)packed / (1 << 20));
         /* as llama.cpp: allowed, but said (RoPE past the trained positions) */
         const int32_t train = s->model->hp.n_ctx_train, n_ctx = nib_ctx_n_ctx(s->ctx);
         if (train > 0 && n_ctx > train)

@@ -52,6 +52,25 @@ typedef struct cpu_kernel {
     int64_t act_block_elems;
 } cpu_kernel;
 
+/* A weight layout of the CPU's own (cpu/repack.h): groups of `rows` rows,
+ * each super-block of a group (block_elems elements of every row) packed
+ * into group_block_bytes. dot: n elements of one group against nt (1..4)
+ * activation rows (a, a + a_stride, ...) into out[t * rows + r]; a (row,
+ * token)'s result does not depend on nt. */
+typedef void (*cpu_packed_dot_fn)(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
+typedef struct cpu_packed {
+    nib_type type;
+    nib_simd_level level;       /* used only when this is the active level */
+    int rows;
+    int64_t block_elems;
+    size_t group_block_bytes;
+    void (*pack)(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+    cpu_packed_dot_fn dot;
+} cpu_packed;
+
+/* The packed layout of wtype at the active level, if it has one (repack.c). */
+bool cpu_packed_get(nib_type wtype, cpu_packed *p);
+
 /* Fills *k for wtype at the active SIMD level: the best kernel at or below it,
  * else the format table's scalar reference. false if wtype has no row. */
 bool cpu_kernel_get(nib_type wtype, cpu_kernel *k);
@@ -95,6 +114,7 @@ void cpu_dot_q8_0_q8_0_x4_avx2(int64_t n, const void *w, const void *a, size_t a
 void cpu_dot_q4_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q5_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q6_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_q4_Kx8_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 
 /* ---- AVX-512 F/BW/VL + VNNI -------------------------------------------------------- */
 float cpu_dot_q4_0_q8_0_avx512(int64_t n, const void *w, const void *a);

@@ -20,6 +20,9 @@
  * activation block once for both rows. Prompt processing is bound by arithmetic this way, not by reading
  * the weights once per token.
  *
+ * Weights repacked at load (cpu/repack.h, nib_cpu_matmul_packed) go the same
+ * way in groups of the layout's rows: each group against four tokens a call.
+ *
  * Nothing here allocates: the job lives on the caller's stack and the
  * activations in the caller's scratch.
  */
@@ -55,8 +58,10 @@ typedef struct matmul_job {
     nib_vec_dot_fn vec_dot;
     cpu_vec_dot_x4_fn vec_dot_x4;   /* NULL: one token at a time */
     cpu_vec_dot_2x4_fn vec_dot_2x4; /* NULL: one row at a time */
+    cpu_packed_dot_fn packed_dot;   /* set: W is packed, groups of packed_rows rows */
+    int packed_rows;
     const uint8_t *W;
-    size_t w_row_bytes;
+    size_t w_row_bytes;             /* packed: bytes of one group */
     const uint8_t *A;           /* activations: quantized rows, or X itself */
     size_t a_row_bytes;
     int64_t n_in, n_out, n_tok;
@@ -87,9 +92,33 @@ static inline void prefetch_row(const uint8_t *p, size_t bytes, int in_chunk) {
     for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 3);
 }
 
+/* A chunk of packed groups: each group against up to four tokens at a time,
+ * token blocks as below (chunk_rows is whole groups). */
+static void matmul_chunk_packed(const matmul_job *j, int64_t r0, int64_t r1) {
+    const int R = j->packed_rows;
+    for (int64_t t0 = 0; t0 < j->n_tok; t0 += j->tok_block) {
+        const int64_t t1 = t0 + j->tok_block < j->n_tok ? t0 + j->tok_block : j->n_tok;
+        const uint8_t *w = j->W + (size_t)(r0 / R) * j->w_row_bytes;
+        for (int64_t r = r0; r < r1; r += R, w += j->w_row_bytes) {
+            prefetch_row(w + j->w_row_bytes, j->w_row_bytes, j->n_tok == 1 && r + R < r1);
+            const uint8_t *a = j->A + (size_t)t0 * j->a_row_bytes;
+            for (int64_t t = t0; t < t1; t += 4, a += 4 * j->a_row_bytes) {
+                const int nt = t1 - t < 4 ? (int)(t1 - t) : 4;
+                float out[4 * 16];
+                j->packed_dot(j->n_in, w, a, j->a_row_bytes, nt, out);
+                for (int k = 0; k < nt; k++) memcpy(j->Y + (t + k) * j->n_out + r, out + k * R, (size_t)R * sizeof(float));
+            }
+        }
+    }
+}
+
 static void matmul_chunk(const matmul_job *j, int64_t c) {
     const int64_t r0 = c * j->chunk_rows;
     const int64_t r1 = r0 + j->chunk_rows < j->n_out ? r0 + j->chunk_rows : j->n_out;
+    if (j->packed_dot) {
+        matmul_chunk_packed(j, r0, r1);
+        return;
+    }
     if (j->n_tok == 1) {
         const uint8_t *w = j->W + (size_t)r0 * j->w_row_bytes;
         for (int64_t r = r0; r < r1; r++, w += j->w_row_bytes) {
@@ -160,12 +189,15 @@ size_t nib_cpu_matmul_scratch_bytes(nib_type wtype, int64_t n_in, int64_t n_tok)
     return row * (size_t)n_tok;
 }
 
-nib_status nib_cpu_matmul(nib_pool *pool, nib_type wtype, const void *W, int64_t n_in, int64_t n_out,
-                          const float *X, int64_t n_tok, float *Y, void *scratch) {
+/* Both entry points: checks, the activations' quantization, the chunking.
+ * packed: W holds groups of packed->rows rows (nib_cpu_repack), else rows. */
+static nib_status matmul_run(nib_pool *pool, nib_type wtype, const cpu_packed *packed, const void *W, int64_t n_in,
+                             int64_t n_out, const float *X, int64_t n_tok, float *Y, void *scratch) {
     cpu_kernel k;
     if (!cpu_kernel_get(wtype, &k)) return NIB_ERR_UNSUPPORTED;
     size_t w_row_bytes;
     if (n_in <= 0 || n_out < 0 || n_tok < 0 || !nib_row_bytes(wtype, n_in, &w_row_bytes)) return NIB_ERR_ARG;
+    if (packed && (n_in % packed->block_elems || n_out % packed->rows)) return NIB_ERR_ARG;
     if (n_out == 0 || n_tok == 0) return NIB_OK;
     if (!W || !X || !Y) return NIB_ERR_ARG;
     const size_t a_row = act_row_bytes(&k, n_in);
@@ -187,16 +219,23 @@ nib_status nib_cpu_matmul(nib_pool *pool, nib_type wtype, const void *W, int64_t
         .W = W, .w_row_bytes = w_row_bytes, .A = A, .a_row_bytes = a_row,
         .n_in = n_in, .n_out = n_out, .n_tok = n_tok, .Y = Y,
     };
+    /* a multiple of 4 keeps neighbouring threads' output writes mostly off
+     * each other's cache lines; packed chunks are whole groups */
+    int64_t align = 4;
+    if (packed) {
+        j.packed_dot = packed->dot, j.packed_rows = packed->rows;
+        j.w_row_bytes = (size_t)(n_in / packed->block_elems) * packed->group_block_bytes;
+        align = packed->rows;
+    }
     /* Rows per chunk: an even share split CHUNKS_PER_THREAD ways; with several
      * tokens also small enough that the chunk's weights stay in L2 while the
-     * token blocks go by. A multiple of 4 keeps neighbouring threads' output
-     * writes mostly off each other's cache lines. */
+     * token blocks go by. */
     int64_t rows = ceil_div(n_out, (int64_t)nth * CHUNKS_PER_THREAD);
     if (n_tok > 1) {
         const int64_t fit = (int64_t)(L2_BUDGET_BYTES / w_row_bytes);
         if (rows > fit) rows = fit;
     }
-    rows = ceil_div(rows < 1 ? 1 : rows, 4) * 4;
+    rows = ceil_div(rows < 1 ? 1 : rows, align) * align;
     j.chunk_rows = rows;
     j.n_chunks = ceil_div(n_out, rows);
     /* tokens per block: what fits the budget, in whole groups of four for the x4 kernels */
@@ -206,6 +245,18 @@ nib_status nib_cpu_matmul(nib_pool *pool, nib_type wtype, const void *W, int64_t
     atomic_init(&j.next_chunk, 0);
     nib_pool_run(pool, matmul_rows, &j);
     return NIB_OK;
+}
+
+nib_status nib_cpu_matmul(nib_pool *pool, nib_type wtype, const void *W, int64_t n_in, int64_t n_out,
+                          const float *X, int64_t n_tok, float *Y, void *scratch) {
+    return matmul_run(pool, wtype, NULL, W, n_in, n_out, X, n_tok, Y, scratch);
+}
+
+nib_status nib_cpu_matmul_packed(nib_pool *pool, nib_type wtype, const void *P, int64_t n_in, int64_t n_out,
+                                 const float *X, int64_t n_tok, float *Y, void *scratch) {
+    cpu_packed p;
+    if (!cpu_packed_get(wtype, &p)) return NIB_ERR_UNSUPPORTED;
+    return matmul_run(pool, wtype, &p, P, n_in, n_out, X, n_tok, Y, scratch);
 }
 
 nib_status nib_cpu_get_row(nib_type wtype, const void *W, int64_t n_in, int64_t row, float *out) {

@@ -14,6 +14,11 @@
 #include "model/context_cuda.h"
 #include "ops/ops.h"
 
+typedef struct packed_weight {
+    const nib_weight *w;
+    void *p;
+} packed_weight;
+
 struct nib_ctx {
     const nib_model *m;
     nib_pool *pool;
@@ -36,6 +41,9 @@ struct nib_ctx {
     float *rope_cs;           /* (n_batch, n_rot) cos/sin of each position in the batch */
     float *logits;            /* (n_vocab) last position */
     void *mm_scratch;         /* activation quantization for the matmuls */
+    packed_weight *packed;    /* the matrices repacked for the CPU kernels (nib_cpu_repack) */
+    int n_packed;
+    uint64_t packed_bytes;
     int n_threads;
     nib_gpu *gpu;             /* the CUDA step, when the context runs there; the CPU buffers stay unallocated */
     bool logits_stale;        /* the GPU has logits the host copy lacks */
@@ -49,6 +57,62 @@ struct nib_ctx {
 
 static size_t mm_scratch_for(const nib_weight *w, int64_t n_tok) {
     return w->data ? nib_cpu_matmul_scratch_bytes(w->type, w->ne[0], n_tok) : 0;
+}
+
+static void *alloc_bytes(uint64_t a, uint64_t b, uint64_t *total, nib_error *err, const char *what);
+
+/* The matmul weights a CPU context reads: the layers' seven and the output. */
+static int cpu_matrices(const nib_model *m, const nib_weight **out) {
+    int n = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const nib_layer *l = &m->layers[il];
+        const nib_weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) out[n++] = ws[i];
+    }
+    out[n++] = &m->output;
+    return n;
+}
+#define CPU_MATRICES_MAX(m) ((m)->hp.n_layer * 7 + 1)
+
+/* Repacks every matrix whose format has a layout of the CPU kernels' own at
+ * the active SIMD level (cpu/repack.h); they then run from the copy.
+ * NIB_REPACK=0 in the environment keeps the file's layout (to compare). */
+static bool repack_weights(nib_ctx *c, uint64_t *total, nib_error *err) {
+    const char *env = getenv("NIB_REPACK");
+    if (env && !strcmp(env, "0")) return true;
+    const nib_weight **ws = malloc(sizeof *ws * (size_t)CPU_MATRICES_MAX(c->m));
+    if (!ws || !(c->packed = calloc((size_t)CPU_MATRICES_MAX(c->m), sizeof *c->packed))) {
+        free(ws);
+        nib_error_set(err, NIB_ERR_NOMEM, "out of host memory");
+        return false;
+    }
+    const int n = cpu_matrices(c->m, ws);
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++) {
+        const nib_weight *w = ws[i];
+        const size_t bytes = w->data ? nib_cpu_repack_bytes(w->type, w->ne[0], w->ne[1]) : 0;
+        if (bytes == 0) continue;
+        void *p = alloc_bytes(1, bytes, total, err, "the weights repacked for the CPU kernels");
+        if (!p) {
+            ok = false;
+            break;
+        }
+        c->packed[c->n_packed++] = (packed_weight){w, p};
+        c->packed_bytes += bytes;
+        if (nib_cpu_repack(c->pool, w->type, w->data, w->ne[0], w->ne[1], p) != NIB_OK) {
+            nib_error_set(err, NIB_ERR_ARG, "repacking '%.*s' (%s, %lld x %lld) failed", w->name ? w->name_len : 1,
+                          w->name ? w->name : "?", nib_type_name(w->type), (long long)w->ne[0], (long long)w->ne[1]);
+            ok = false;
+        }
+    }
+    free(ws);
+    return ok;
+}
+
+static const void *packed_of(const nib_ctx *c, const nib_weight *w) {
+    for (int i = 0; i < c->n_packed; i++)
+        if (c->packed[i].w == w) return c->packed[i].p;
+    return NULL;
 }
 
 static void *alloc_bytes(uint64_t a, uint64_t b, uint64_t *total, nib_error *err, const char *what) {
@@ -129,6 +193,7 @@ nib_ctx *nib_ctx_new(const nib_model *m, const nib_ctx_params *p, nib_error *err
         }
     }
     if (!(c->mm_scratch = alloc_bytes(1, mm, &total, err, "matmul scratch"))) goto fail;
+    if (!repack_weights(c, &total, err)) goto fail;
     return c;
 fail:
     nib_ctx_free(c);
@@ -141,6 +206,8 @@ void nib_ctx_free(nib_ctx *c) {
     nib_pool_free(c->pool);
     free(c->k_cache), free(c->v_cache), free(c->x), free(c->xn), free(c->o), free(c->q), free(c->k), free(c->v);
     free(c->att), free(c->gate), free(c->up), free(c->scores), free(c->rope_cs), free(c->logits), free(c->mm_scratch);
+    for (int i = 0; i < c->n_packed; i++) free(c->packed[i].p);
+    free(c->packed);
     free(c);
 }
 
@@ -154,6 +221,10 @@ uint64_t nib_ctx_kv_bytes(const nib_ctx *c) {
     return (uint64_t)c->m->hp.n_layer * (uint64_t)c->n_ctx * (uint64_t)(c->kv_k_row + c->kv_v_row) * c->kv_elem;
 }
 nib_device nib_ctx_device(const nib_ctx *c) { return c->gpu ? NIB_DEVICE_CUDA : NIB_DEVICE_CPU; }
+uint64_t nib_ctx_repacked_bytes(const nib_ctx *c, int *n_matrices) {
+    if (n_matrices) *n_matrices = c->n_packed;
+    return c->packed_bytes;
+}
 uint64_t nib_ctx_device_bytes(const nib_ctx *c) { return c->gpu ? nib_gpu_device_bytes(c->gpu) : 0; }
 const char *nib_ctx_prompt_path(const nib_ctx *c) { return c->gpu ? nib_gpu_prompt_path(c->gpu) : NULL; }
 
@@ -191,7 +262,9 @@ int32_t nib_ctx_argmax(nib_ctx *c) {
 /* ---- pieces of the step ---------------------------------------------------------- */
 
 static nib_status matmul(nib_ctx *c, const nib_weight *w, const float *X, int64_t n_tok, float *Y, nib_error *err) {
-    nib_status s = nib_cpu_matmul(c->pool, w->type, w->data, w->ne[0], w->ne[1], X, n_tok, Y, c->mm_scratch);
+    const void *p = packed_of(c, w);
+    nib_status s = p ? nib_cpu_matmul_packed(c->pool, w->type, p, w->ne[0], w->ne[1], X, n_tok, Y, c->mm_scratch)
+                     : nib_cpu_matmul(c->pool, w->type, w->data, w->ne[0], w->ne[1], X, n_tok, Y, c->mm_scratch);
     if (s != NIB_OK)
         return nib_error_set(err, s, "matmul of '%.*s' (%s, %lld x %lld) failed", w->name ? w->name_len : 1,
                              w->name ? w->name : "?",

@@ -48,7 +48,10 @@ int32_t nib_ctx_argmax(nib_ctx *c);
 bool nib_ctx_sample_next(nib_ctx *c, float temp, int32_t top_k, float top_p, float min_p, double u);
 int32_t nib_ctx_sampled(const nib_ctx *c);  /* -1 unless the last decode sampled on the device */
 nib_device nib_ctx_device(const nib_ctx *c);
-uint64_t nib_ctx_device_bytes(const nib_ctx *c);  /* GPU memory in use; 0 on the CPU */
+uint64_t nib_ctx_device_bytes(const nib_ctx *c);
+/* Host bytes of the matrices repacked for the CPU kernels (cpu/repack.h) and
+ * their count (n_matrices may be NULL); 0 on the GPU or with NIB_REPACK=0. */
+uint64_t nib_ctx_repacked_bytes(const nib_ctx *c, int *n_matrices);  /* GPU memory in use; 0 on the CPU */
 /* On the GPU, how prompt chunks run (the GEMM, or why the batched GEMV); NULL on the CPU */
 const char *nib_ctx_prompt_path(const nib_ctx *c);
 
