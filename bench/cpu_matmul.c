@@ -74,6 +74,8 @@ typedef struct {
     uint8_t *W;          /* n_copies copies of the matrix, back to back */
     size_t w_bytes;
     int n_copies;
+    int packed;          /* W holds copies repacked (cpu/repack.h) in layout `lay` */
+    nib_simd_level lay;
     float *X, *Y;
     void *scratch;
 } buffers;
@@ -83,17 +85,19 @@ typedef struct {
 static double time_calls(nib_pool *pool, nib_type t, const shape *s, int64_t n_tok, const buffers *b, int batches) {
     double best = 1e30;
     int copy = 0;
-    nib_cpu_matmul(pool, t, b->W, s->n_in, s->n_out, b->X, n_tok, b->Y, b->scratch); /* warm up */
-    for (int k = 0; k < batches; k++) {
+    for (int k = -1; k < batches; k++) { /* k = -1: one call to warm up */
         int calls = 0;
         double t0 = now_s(), el;
         do {
             const uint8_t *W = b->W + (size_t)copy * b->w_bytes;
             copy = (copy + 1) % b->n_copies;
-            nib_cpu_matmul(pool, t, W, s->n_in, s->n_out, b->X, n_tok, b->Y, b->scratch);
+            if (b->packed)
+                nib_cpu_matmul_packed(pool, t, b->lay, W, s->n_in, s->n_out, b->X, n_tok, b->Y, b->scratch);
+            else
+                nib_cpu_matmul(pool, t, W, s->n_in, s->n_out, b->X, n_tok, b->Y, b->scratch);
             calls++;
-        } while ((el = now_s() - t0) < MIN_SECONDS);
-        if (el / calls < best) best = el / calls;
+        } while (k >= 0 && (el = now_s() - t0) < MIN_SECONDS);
+        if (k >= 0 && el / calls < best) best = el / calls;
     }
     return best;
 }
@@ -120,6 +124,18 @@ static int alloc_buffers(buffers *b, nib_type t, const shape *s, int64_t n_tok, 
     for (int c = 1; c < b->n_copies; c++) memcpy(b->W + (size_t)c * b->w_bytes, b->W, b->w_bytes);
     free(row);
     for (int64_t i = 0; i < s->n_in * n_tok; i++) b->X[i] = (float)(uniform() - 0.5);
+    return 1;
+}
+
+/* b's copies repacked at the active level into p (0 if t has no packed layout there). */
+static int pack_buffers(const buffers *b, nib_type t, const shape *s, buffers *p) {
+    const size_t pb = nib_cpu_repack_bytes(t, s->n_in, s->n_out);
+    if (pb == 0) return 0;
+    *p = *b;
+    p->w_bytes = pb, p->packed = 1;
+    if (!(p->W = malloc(pb * (size_t)b->n_copies))) return 0;
+    for (int c = 0; c < b->n_copies; c++)
+        nib_cpu_repack(NULL, t, b->W + (size_t)c * b->w_bytes, s->n_in, s->n_out, p->W + (size_t)c * pb, &p->lay);
     return 1;
 }
 
@@ -159,10 +175,11 @@ static void kernel_lab(const nib_type *tys, int n_types, nib_simd_level top) {
             /* the packed layout of this level (cpu/repack.h), 4 tokens a call */
             const nib_simd_level was = nib_cpu_set_simd_level((nib_simd_level)l);
             cpu_packed pk;
+            nib_simd_level lay;
             const int packed = cpu_packed_get(t, &pk) && nib_cpu_repack_bytes(t, N, ROWS) <= sizeof P &&
-                               nib_cpu_repack(NULL, t, W, N, ROWS, P) == NIB_OK;
-            nib_cpu_set_simd_level(was);
+                               nib_cpu_repack(NULL, t, W, N, ROWS, P, &lay) == NIB_OK;
             const size_t group_bytes = packed ? nib_cpu_repack_bytes(t, N, ROWS) / (ROWS / pk.rows) : 0;
+            nib_cpu_set_simd_level(was);
             volatile float sink = 0;
             double best1 = 1e30, best4 = 1e30, best24 = 1e30, bestp = 1e30;
             for (int rep = 0; rep < 5; rep++) {
@@ -313,17 +330,21 @@ int main(int argc, char **argv) {
             }
             for (int l = lo; l <= (int)top; l++) {
                 nib_cpu_set_simd_level((nib_simd_level)l);
+                buffers p1, p64;
+                const int packed = pack_buffers(&b1, t, s, &p1) && pack_buffers(&b64, t, s, &p64);
+                for (int v = 0; v < 1 + packed; v++)
                 for (int p = 0; p < n_threads; p++) {
                     /* scalar 64-token products take up to seconds: one batch, and
                      * none at all for the 4096x4096 shape (NaN in the table) */
                     const int nb64 = l == NIB_SIMD_SCALAR ? 1 : batches;
                     const int skip64 = matvec_only || (l == NIB_SIMD_SCALAR && s->n_in * s->n_out > (1 << 22));
-                    const double t1 = time_calls(pools[p], t, s, 1, &b1, batches);
-                    const double t64 = skip64 ? NAN : time_calls(pools[p], t, s, 64, &b64, nb64);
-                    char sh[32];
+                    const double t1 = time_calls(pools[p], t, s, 1, v ? &p1 : &b1, batches);
+                    const double t64 = skip64 ? NAN : time_calls(pools[p], t, s, 64, v ? &p64 : &b64, nb64);
+                    char sh[32], lv[32];
                     snprintf(sh, sizeof sh, "%lldx%lld", (long long)s->n_in, (long long)s->n_out);
+                    snprintf(lv, sizeof lv, "%s%s", nib_simd_level_name((nib_simd_level)l), v ? "+pk" : "");
                     printf("%-5s %-11s %-17s %-11s %3d %10.1f %8.1f %10.1f %8.1f %9.0f\n", nib_type_name(t), sh, s->what,
-                           nib_simd_level_name((nib_simd_level)l), threads[p], t1 * 1e6, (double)b1.w_bytes / t1 / 1e9,
+                           lv, threads[p], t1 * 1e6, (double)b1.w_bytes / t1 / 1e9,
                            t64 * 1e6, (double)b64.w_bytes / t64 / 1e9, 64.0 / t64);
                     char num[32];
                     if (js)
@@ -331,11 +352,12 @@ int main(int argc, char **argv) {
                                 "%s  {\"type\": \"%s\", \"n_in\": %lld, \"n_out\": %lld, \"level\": \"%s\", \"threads\": %d, "
                                 "\"weight_bytes\": %zu, \"matvec_us\": %.2f, \"matvec_gbs\": %.2f, \"tok64_us\": %s}",
                                 first ? "" : ",\n", nib_type_name(t), (long long)s->n_in, (long long)s->n_out,
-                                nib_simd_level_name((nib_simd_level)l), threads[p], b1.w_bytes, t1 * 1e6,
+                                lv, threads[p], b1.w_bytes, t1 * 1e6,
                                 (double)b1.w_bytes / t1 / 1e9, json_num(t64 * 1e6, num));
                     first = 0;
                     fflush(stdout);
                 }
+                if (packed) free(p1.W), free(p64.W);
             }
             nib_cpu_set_simd_level(top);
             free_buffers(&b1);

@@ -547,8 +547,9 @@ static double check_matmul_as(nib_type t, nib_pool *pool, shape s, int64_t n_tok
         const size_t pb = nib_cpu_repack_bytes(t, s.n_in, s.n_out);
         uint8_t *P = malloc(pb ? pb : 1);
         memset(P, 0xA5, pb ? pb : 1);
-        st = pb ? nib_cpu_repack(pool, t, W, s.n_in, s.n_out, P) : NIB_ERR_ARG;
-        if (st == NIB_OK) st = nib_cpu_matmul_packed(pool, t, P, s.n_in, s.n_out, X, n_tok, Y, scratch);
+        nib_simd_level lay = NIB_SIMD_SCALAR;
+        st = pb ? nib_cpu_repack(pool, t, W, s.n_in, s.n_out, P, &lay) : NIB_ERR_ARG;
+        if (st == NIB_OK) st = nib_cpu_matmul_packed(pool, t, lay, P, s.n_in, s.n_out, X, n_tok, Y, scratch);
         free(P);
     } else {
         st = nib_cpu_matmul(pool, t, W, s.n_in, s.n_out, X, n_tok, Y, scratch);
@@ -710,21 +711,21 @@ static void test_matmul_rejects_bad_args(void) {
 
 /* ---- weights repacked for the CPU kernels (cpu/repack.h) ----------------------------- */
 
-/* The packed layouts are used at one SIMD level each: set it, or skip. */
-static bool packed_level(nib_type t, nib_simd_level *prev) {
-    *prev = nib_cpu_simd_level();
-    for (int l = (int)nib_cpu_detect_simd(); l > NIB_SIMD_SCALAR; l--) {
-        nib_cpu_set_simd_level((nib_simd_level)l);
+/* The packed layouts are used at one SIMD level each. Sets the next level
+ * below *level (start at the detected level + 1) at which t has one; false
+ * when none is left. */
+static bool next_packed_level(nib_type t, int *level) {
+    for ((*level)--; *level > NIB_SIMD_SCALAR; (*level)--) {
+        nib_cpu_set_simd_level((nib_simd_level)*level);
         cpu_packed p;
-        if (cpu_packed_get(t, &p)) return true;
+        if (nib_cpu_simd_level() == (nib_simd_level)*level && cpu_packed_get(t, &p)) return true;
     }
-    nib_cpu_set_simd_level(*prev);
     return false;
 }
 
 /* Packing moves bits and changes none: every element of the packed Q4_K
- * layout, decoded as repack.h describes it (an independent reading), is the
- * reference dequantizer's value of the original row, bit for bit. */
+ * layouts, decoded as repack.h describes them (an independent reading), is
+ * the reference dequantizer's value of the original row, bit for bit. */
 static void test_repack_q4_K_layout(void) {
     rng_seed(707);
     const int64_t n = 512, nb = n / QK_K;
@@ -733,25 +734,30 @@ static void test_repack_q4_K_layout(void) {
     block_q4_Kx8 *P = malloc(sizeof *P * (size_t)nb);
     float ref[512], got[512];
     for (int r = 0; r < Q4_KX8_ROWS; r++) random_blocks(NIB_TYPE_Q4_K, W + r * rb, n);
-    memset(P, 0x5A, sizeof *P * (size_t)nb);
-    for (int64_t i = 0; i < nb; i++) cpu_pack_q4_Kx8(W, rb, i, P + i);
-    int bad = 0;
-    for (int r = 0; r < Q4_KX8_ROWS; r++) {
-        tr(NIB_TYPE_Q4_K)->dequantize(W + r * rb, ref, n);
-        poison(got, n);
-        for (int64_t i = 0; i < nb; i++)
-            for (int j = 0; j < 8; j++) {
-                const float d1 = nib_fp16_to_f32(P[i].d[r]) * (float)P[i].sc[j][r];
-                const float m1 = nib_fp16_to_f32(P[i].dmin[r]) * (float)P[i].m[j / 2][r][j % 2];
-                for (int e = 0; e < 32; e++) {
-                    const uint8_t b = P[i].qs[j][(e / 4) % 4][4 * r + e % 4];
-                    const int q = e < 16 ? b & 0x0F : b >> 4;
-                    got[QK_K * i + 32 * j + e] = d1 * (float)q - m1;
+    static const char *names[] = {"quads", "pairs"};
+    for (int o = Q4_KX8_QUADS; o <= Q4_KX8_PAIRS; o++) {
+        memset(P, 0x5A, sizeof *P * (size_t)nb);
+        for (int64_t i = 0; i < nb; i++) cpu_pack_q4_Kx8(W, rb, i, (q4_Kx8_order)o, P + i);
+        int bad = 0;
+        for (int r = 0; r < Q4_KX8_ROWS; r++) {
+            tr(NIB_TYPE_Q4_K)->dequantize(W + r * rb, ref, n);
+            poison(got, n);
+            for (int64_t i = 0; i < nb; i++)
+                for (int j = 0; j < 8; j++) {
+                    const float d1 = nib_fp16_to_f32(P[i].d[r]) * (float)P[i].sc[j][r];
+                    const float m1 = nib_fp16_to_f32(P[i].dmin[r]) * (float)P[i].m[j / 2][r][j % 2];
+                    for (int e = 0; e < 32; e++) {
+                        const int k = (e / 4) % 4, b = e % 4;
+                        const int pos = o == Q4_KX8_QUADS ? 32 * k + 4 * r + b : 64 * (k / 2) + 8 * r + 4 * (k % 2) + b;
+                        const uint8_t byte = P[i].qs[j][pos];
+                        const int q = e < 16 ? byte & 0x0F : byte >> 4;
+                        got[QK_K * i + 32 * j + e] = d1 * (float)q - m1;
+                    }
                 }
-            }
-        bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
+            bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
+        }
+        CHECK(bad == 0, "Q4_Kx8 %s: %d of 8 rows decode differently from the file layout", names[o], bad);
     }
-    CHECK(bad == 0, "Q4_Kx8: %d of 8 rows decode differently from the file layout", bad);
     free(W), free(P);
 }
 
@@ -766,8 +772,8 @@ static void test_matmul_packed(void) {
     CHECK(pool != NULL, "pool: %s", err.msg);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0] && pool; ti++) {
         const nib_type t = types[ti];
-        nib_simd_level prev;
-        if (!packed_level(t, &prev)) continue;
+        const nib_simd_level prev = nib_cpu_simd_level();
+        for (int level = (int)nib_cpu_detect_simd() + 1; next_packed_level(t, &level);) {
         tested++;
         cpu_packed pk;
         cpu_packed_get(t, &pk);
@@ -794,20 +800,31 @@ static void test_matmul_packed(void) {
         float *Y3 = malloc(sizeof(float) * n_out * n_tok), *y = malloc(sizeof(float) * n_out);
         for (int64_t o = 0; o < n_out; o++) weight_row(t, W + o * wrb, n_in, (int)(o & 1));
         for (int64_t k = 0; k < n_tok; k++) activation_floats(X + k * n_in, n_in);
-        CHECK(nib_cpu_repack(pool, t, W, n_in, n_out, P) == NIB_OK, "%s repack", tr(t)->name);
+        nib_simd_level lay = NIB_SIMD_SCALAR;
+        CHECK(nib_cpu_repack(pool, t, W, n_in, n_out, P, &lay) == NIB_OK && lay == (nib_simd_level)level,
+              "%s repack at %s", tr(t)->name, nib_simd_level_name((nib_simd_level)level));
         poison(Y1, n_out * n_tok), poison(Y3, n_out * n_tok);
-        CHECK(nib_cpu_matmul_packed(NULL, t, P, n_in, n_out, X, n_tok, Y1, scratch) == NIB_OK, "1 thread");
-        CHECK(nib_cpu_matmul_packed(pool, t, P, n_in, n_out, X, n_tok, Y3, scratch) == NIB_OK, "3 threads");
+        CHECK(nib_cpu_matmul_packed(NULL, t, lay, P, n_in, n_out, X, n_tok, Y1, scratch) == NIB_OK, "1 thread");
+        CHECK(nib_cpu_matmul_packed(pool, t, lay, P, n_in, n_out, X, n_tok, Y3, scratch) == NIB_OK, "3 threads");
         CHECK(memcmp(Y1, Y3, sizeof(float) * n_out * n_tok) == 0, "%s packed: 1 and 3 threads differ", tr(t)->name);
         int differ = 0;
         for (int64_t tk = 0; tk < n_tok; tk++) {
             poison(y, n_out);
-            nib_cpu_matmul_packed(pool, t, P, n_in, n_out, X + tk * n_in, 1, y, scratch);
+            nib_cpu_matmul_packed(pool, t, lay, P, n_in, n_out, X + tk * n_in, 1, y, scratch);
             differ += memcmp(y, Y3 + tk * n_out, sizeof(float) * n_out) != 0;
         }
         CHECK(differ == 0, "%s packed: %d of %lld tokens differ alone and in a batch", tr(t)->name, differ,
               (long long)n_tok);
+        /* the copy keeps its layout's kernel when another level is active */
+        nib_cpu_set_simd_level(NIB_SIMD_SCALAR);
+        poison(Y1, n_out * n_tok);
+        CHECK(nib_cpu_matmul_packed(pool, t, lay, P, n_in, n_out, X, n_tok, Y1, scratch) == NIB_OK &&
+                  memcmp(Y1, Y3, sizeof(float) * n_out * n_tok) == 0,
+              "%s packed at %s, run with the scalar level active: other outputs", tr(t)->name,
+              nib_simd_level_name(lay));
+        nib_cpu_set_simd_level((nib_simd_level)level);
         free(W), free(P), free(scratch), free(X), free(Y1), free(Y3), free(y);
+        }
         nib_cpu_set_simd_level(prev);
     }
     nib_pool_free(pool);
@@ -815,8 +832,12 @@ static void test_matmul_packed(void) {
 }
 
 static void test_repack_rejects_bad_args(void) {
-    nib_simd_level prev;
-    if (!packed_level(NIB_TYPE_Q4_K, &prev)) SKIP("no packed Q4_K layout at this CPU's SIMD levels");
+    const nib_simd_level prev = nib_cpu_simd_level();
+    int level = (int)nib_cpu_detect_simd() + 1;
+    if (!next_packed_level(NIB_TYPE_Q4_K, &level)) {
+        nib_cpu_set_simd_level(prev);
+        SKIP("no packed Q4_K layout at this CPU's SIMD levels");
+    }
     uint8_t w[4096], p[4096], scratch[4096];
     float x[256], y[8];
     rng_bytes(w, sizeof w);
@@ -825,17 +846,25 @@ static void test_repack_rejects_bad_args(void) {
     CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_K, 256, 12) == 0, "12 rows are not whole groups");
     CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_K, 128, 8) == 0, "128 is not whole super-blocks");
     CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_0, 256, 8) == 0, "Q4_0 has no packed layout");
-    CHECK(nib_cpu_repack(NULL, NIB_TYPE_Q4_K, w, 256, 12, p) == NIB_ERR_ARG, "repack of 12 rows");
-    CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q4_0, p, 256, 8, x, 1, y, scratch) == NIB_ERR_UNSUPPORTED,
+    nib_simd_level lay = NIB_SIMD_SCALAR;
+    CHECK(nib_cpu_repack(NULL, NIB_TYPE_Q4_K, w, 256, 12, p, &lay) == NIB_ERR_ARG, "repack of 12 rows");
+    CHECK(nib_cpu_repack(NULL, NIB_TYPE_Q4_K, w, 256, 8, p, NULL) == NIB_ERR_ARG, "repack without a layout out");
+    CHECK(nib_cpu_repack(NULL, NIB_TYPE_Q4_K, w, 256, 8, p, &lay) == NIB_OK && lay == (nib_simd_level)level,
+          "repack of one group");
+    CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q4_0, lay, p, 256, 8, x, 1, y, scratch) == NIB_ERR_UNSUPPORTED,
           "packed Q4_0");
-    CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q4_K, p, 256, 12, x, 1, y, scratch) == NIB_ERR_ARG,
+    CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q4_K, lay, p, 256, 12, x, 1, y, scratch) == NIB_ERR_ARG,
           "packed matmul of 12 rows");
-    nib_cpu_set_simd_level(prev);
-    /* under another level the packed copy has no kernel: an error, not other numbers */
+    /* a layout the copy cannot be in, or one this CPU cannot run: an error, not other numbers */
+    CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q4_K, NIB_SIMD_SCALAR, p, 256, 8, x, 1, y, scratch) ==
+              NIB_ERR_UNSUPPORTED,
+          "packed matmul in the scalar layout");
+    if (nib_cpu_detect_simd() < NIB_SIMD_AVX512_VNNI)
+        CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q4_K, NIB_SIMD_AVX512_VNNI, p, 256, 8, x, 1, y, scratch) ==
+                  NIB_ERR_UNSUPPORTED,
+              "packed matmul in a layout above this CPU's level");
     nib_cpu_set_simd_level(NIB_SIMD_SCALAR);
     CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_K, 256, 8) == 0, "scalar level: no packed layout");
-    CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q4_K, p, 256, 8, x, 1, y, scratch) == NIB_ERR_UNSUPPORTED,
-          "scalar level: packed matmul");
     nib_cpu_set_simd_level(prev);
 }
 

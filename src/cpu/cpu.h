@@ -49,21 +49,6 @@ size_t nib_cpu_matmul_scratch_bytes(nib_type wtype, int64_t n_in, int64_t n_tok)
 nib_status nib_cpu_matmul(nib_pool *pool, nib_type wtype, const void *W, int64_t n_in, int64_t n_out,
                           const float *X, int64_t n_tok, float *Y, void *scratch);
 
-/* Weights in the CPU kernels' own layout (cpu/repack.h), packed once at
- * load: a prompt's matmul then runs about half the multiplies. The packed
- * copy replaces W for nib_cpu_matmul_packed (same scratch, same meaning of
- * Y); W itself stays the reference for row lookups and other backends.
- * nib_cpu_repack_bytes: the bytes of the packed copy, or 0 when wtype has no
- * packed layout at the active SIMD level or the shape does not fit it (then
- * use nib_cpu_matmul on W). */
-size_t nib_cpu_repack_bytes(nib_type wtype, int64_t n_in, int64_t n_out);
-nib_status nib_cpu_repack(nib_pool *pool, nib_type wtype, const void *W, int64_t n_in, int64_t n_out, void *dst);
-/* As nib_cpu_matmul, with P from nib_cpu_repack; a token's outputs are the
- * same bits whatever n_tok and the thread count (they differ from
- * nib_cpu_matmul's in the last bits: the float sums run in another order). */
-nib_status nib_cpu_matmul_packed(nib_pool *pool, nib_type wtype, const void *P, int64_t n_in, int64_t n_out,
-                                 const float *X, int64_t n_tok, float *Y, void *scratch);
-
 /* Row lookup (embeddings): dequantize row `row` of W into out (n_in floats). */
 nib_status nib_cpu_get_row(nib_type wtype, const void *W, int64_t n_in, int64_t row, float *out);
 
@@ -86,5 +71,26 @@ void nib_cpu_describe_kernels(nib_type t, char *buf, size_t n);
 /* Force a level (tests compare levels on one machine); returns the previous one.
  * A level above what the CPU supports is clamped to it. */
 nib_simd_level nib_cpu_set_simd_level(nib_simd_level l);
+
+/* ---- weights in the CPU kernels' own layout ----------------------------------------- */
+/* Weights in the CPU kernels' own layout (cpu/repack.h), packed once at
+ * load: a prompt's matmul then runs about half the multiplies. The packed
+ * copy replaces W for nib_cpu_matmul_packed (same scratch, same meaning of
+ * Y); W itself stays the reference for row lookups and other backends.
+ * nib_cpu_repack_bytes: the bytes of the packed copy, or 0 when wtype has no
+ * packed layout at the active SIMD level or the shape does not fit it (then
+ * use nib_cpu_matmul on W). */
+size_t nib_cpu_repack_bytes(nib_type wtype, int64_t n_in, int64_t n_out);
+/* Packs W into dst (nib_cpu_repack_bytes of them) in the active level's
+ * layout, which *layout names: the layouts differ between levels. */
+nib_status nib_cpu_repack(nib_pool *pool, nib_type wtype, const void *W, int64_t n_in, int64_t n_out, void *dst,
+                          nib_simd_level *layout);
+/* As nib_cpu_matmul, with P from nib_cpu_repack and the layout it reported
+ * (NIB_ERR_UNSUPPORTED where this CPU cannot run that layout's kernel,
+ * whatever level is active now); a token's outputs are the same bits
+ * whatever n_tok and the thread count (they differ from nib_cpu_matmul's in
+ * the last bits: the float sums run in another order). */
+nib_status nib_cpu_matmul_packed(nib_pool *pool, nib_type wtype, nib_simd_level layout, const void *P, int64_t n_in,
+                                 int64_t n_out, const float *X, int64_t n_tok, float *Y, void *scratch);
 
 #endif

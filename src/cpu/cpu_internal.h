@@ -68,8 +68,10 @@ typedef struct cpu_packed {
     cpu_packed_dot_fn dot;
 } cpu_packed;
 
-/* The packed layout of wtype at the active level, if it has one (repack.c). */
+/* The packed layout of wtype at the active level, or at `level`, if it has
+ * one (repack.c). */
 bool cpu_packed_get(nib_type wtype, cpu_packed *p);
+bool cpu_packed_get_at(nib_type wtype, nib_simd_level level, cpu_packed *p);
 
 /* Fills *k for wtype at the active SIMD level: the best kernel at or below it,
  * else the format table's scalar reference. false if wtype has no row. */
@@ -115,6 +117,7 @@ void cpu_dot_q4_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a
 void cpu_dot_q5_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q6_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q4_Kx8_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
+void cpu_dot_q4_Kx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 
 /* ---- AVX-512 F/BW/VL + VNNI -------------------------------------------------------- */
 float cpu_dot_q4_0_q8_0_avx512(int64_t n, const void *w, const void *a);

@@ -225,7 +225,7 @@ static ALWAYS_INLINE void q4_Kx8_dot(int nt, int64_t n, const void *p, const voi
             for (int t = 0; t < nt; t++) s16[t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
-                const __m256i bits = _mm256_loadu_si256((const __m256i *)x->qs[j][k]);
+                const __m256i bits = _mm256_loadu_si256((const __m256i *)(x->qs[j] + 32 * k)); /* Q4_KX8_QUADS */
                 const __m256i lo = _mm256_and_si256(bits, m4);
                 const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
 #pragma GCC unroll 4

@@ -252,10 +252,10 @@ nib_status nib_cpu_matmul(nib_pool *pool, nib_type wtype, const void *W, int64_t
     return matmul_run(pool, wtype, NULL, W, n_in, n_out, X, n_tok, Y, scratch);
 }
 
-nib_status nib_cpu_matmul_packed(nib_pool *pool, nib_type wtype, const void *P, int64_t n_in, int64_t n_out,
-                                 const float *X, int64_t n_tok, float *Y, void *scratch) {
+nib_status nib_cpu_matmul_packed(nib_pool *pool, nib_type wtype, nib_simd_level layout, const void *P, int64_t n_in,
+                                 int64_t n_out, const float *X, int64_t n_tok, float *Y, void *scratch) {
     cpu_packed p;
-    if (!cpu_packed_get(wtype, &p)) return NIB_ERR_UNSUPPORTED;
+    if (layout > nib_cpu_detect_simd() || !cpu_packed_get_at(wtype, layout, &p)) return NIB_ERR_UNSUPPORTED;
     return matmul_run(pool, wtype, &p, P, n_in, n_out, X, n_tok, Y, scratch);
 }
 

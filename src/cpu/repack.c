@@ -21,7 +21,7 @@ static void unpack_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *m) {
 /* Q4_K: the scales and minimums unpacked to bytes,
  * the quants regrouped per repack.h. Row r's super-block i is at
  * w + r * w_stride + i * 144. */
-void cpu_pack_q4_Kx8(const uint8_t *w, size_t w_stride, int64_t i, block_q4_Kx8 *dst) {
+void cpu_pack_q4_Kx8(const uint8_t *w, size_t w_stride, int64_t i, q4_Kx8_order order, block_q4_Kx8 *dst) {
     for (int r = 0; r < Q4_KX8_ROWS; r++) {
         const block_q4_K *x = (const block_q4_K *)(w + (size_t)r * w_stride) + i;
         dst->d[r] = x->d, dst->dmin[r] = x->dmin;
@@ -33,27 +33,34 @@ void cpu_pack_q4_Kx8(const uint8_t *w, size_t w_stride, int64_t i, block_q4_Kx8 
             for (int k = 0; k < 4; k++)
                 for (int e = 0; e < 4; e++) {
                     const uint8_t lo = (q[4 * k + e] >> sh) & 0x0F, hi = (q[16 + 4 * k + e] >> sh) & 0x0F;
-                    dst->qs[j][k][4 * r + e] = (uint8_t)(lo | (hi << 4));
+                    dst->qs[j][q4_Kx8_qs_byte(order, k, r, e)] = (uint8_t)(lo | (hi << 4));
                 }
         }
     }
 }
 
-static void pack_q4_Kx8(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
-    cpu_pack_q4_Kx8(w, w_stride, i, dst);
+static void pack_q4_Kx8_quads(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
+    cpu_pack_q4_Kx8(w, w_stride, i, Q4_KX8_QUADS, dst);
+}
+static void pack_q4_Kx8_pairs(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
+    cpu_pack_q4_Kx8(w, w_stride, i, Q4_KX8_PAIRS, dst);
 }
 
 /* One row per packed layout: the weight format, the SIMD level whose
  * kernels it replaces (the layout is used only when that is the active
- * level: at the AVX-512 level Q4_K keeps the file layout, whose VNNI 2x4
- * kernel has not been measured against this one), rows a group, bytes of a
- * group's super-block, the packer and the kernel. */
+ * level), rows a group, bytes of a group's super-block, the packer and the
+ * kernel. */
 static const cpu_packed pack_rows[] = {
-    {NIB_TYPE_Q4_K, NIB_SIMD_AVX2, Q4_KX8_ROWS, QK_K, sizeof(block_q4_Kx8), pack_q4_Kx8, cpu_dot_q4_Kx8_q8_K_avx2},
+    {NIB_TYPE_Q4_K, NIB_SIMD_AVX2, Q4_KX8_ROWS, QK_K, sizeof(block_q4_Kx8), pack_q4_Kx8_quads, cpu_dot_q4_Kx8_q8_K_avx2},
+    {NIB_TYPE_Q4_K, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, QK_K, sizeof(block_q4_Kx8), pack_q4_Kx8_pairs,
+     cpu_dot_q4_Kx8_q8_K_avx512},
 };
 
 bool cpu_packed_get(nib_type wtype, cpu_packed *p) {
-    const nib_simd_level level = nib_cpu_simd_level();
+    return cpu_packed_get_at(wtype, nib_cpu_simd_level(), p);
+}
+
+bool cpu_packed_get_at(nib_type wtype, nib_simd_level level, cpu_packed *p) {
     for (size_t i = 0; i < sizeof pack_rows / sizeof pack_rows[0]; i++)
         if (pack_rows[i].type == wtype && pack_rows[i].level == level) {
             *p = pack_rows[i];
@@ -87,13 +94,15 @@ static void pack_groups(void *arg, int ith, int nth) {
     }
 }
 
-nib_status nib_cpu_repack(nib_pool *pool, nib_type wtype, const void *W, int64_t n_in, int64_t n_out, void *dst) {
+nib_status nib_cpu_repack(nib_pool *pool, nib_type wtype, const void *W, int64_t n_in, int64_t n_out, void *dst,
+                          nib_simd_level *layout) {
     cpu_packed p;
     size_t w_row_bytes;
-    if (!W || !dst || nib_cpu_repack_bytes(wtype, n_in, n_out) == 0 || !cpu_packed_get(wtype, &p) ||
+    if (!W || !dst || !layout || nib_cpu_repack_bytes(wtype, n_in, n_out) == 0 || !cpu_packed_get(wtype, &p) ||
         !nib_row_bytes(wtype, n_in, &w_row_bytes))
         return NIB_ERR_ARG;
     pack_job j = {p, W, w_row_bytes, n_in / p.block_elems, n_out / p.rows, dst};
     nib_pool_run(pool, pack_groups, &j);
+    *layout = p.level;
     return NIB_OK;
 }

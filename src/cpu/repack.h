@@ -23,20 +23,37 @@
 
 #define Q4_KX8_ROWS 8
 
-/* One super-block (256 elements) of 8 consecutive Q4_K rows. Element e of
- * sub-block j (32 elements) of row r is nibble q of
- *   qs[j][k][4r + e % 4], k = (e / 4) % 4, low nibble if e < 16 else high,
- * so register k of sub-block j holds elements 4k..4k+3 (low nibbles) and
- * 16+4k..16+4k+3 (high nibbles) of every row. x = d*sc*q - dmin*m per row. */
+/* One super-block (256 elements) of 8 consecutive Q4_K rows: each row's
+ * d, dmin, its eight 6-bit scales and minimums unpacked to bytes, and each
+ * sub-block's quants of all 8 rows in 128 bytes. A byte holds element
+ * 4k + b of a row's sub-block in its low nibble and element 16 + 4k + b in
+ * its high one (k = 0..3, b = 0..3); where it sits depends on the kernels'
+ * register width (q4_Kx8_qs_byte):
+ *  - Q4_KX8_QUADS (AVX2): byte 32k + 4r + b. A 256-bit register k holds
+ *    4 elements of each of the 8 rows, all against the same 4 activation
+ *    bytes (one 32-bit broadcast).
+ *  - Q4_KX8_PAIRS (AVX-512): byte 64p + 8r + 4h + b with k = 2p + h. A
+ *    512-bit register p holds 8 elements of each row, rows' quads k = 2p
+ *    and 2p + 1 side by side, whose activation bytes are 8 contiguous ones
+ *    (one 64-bit broadcast).
+ * x = d*sc*q - dmin*m per row. */
 typedef struct {
     nib_half d[Q4_KX8_ROWS], dmin[Q4_KX8_ROWS];
     uint8_t sc[8][Q4_KX8_ROWS];      /* [sub-block][row], 6-bit scales */
     uint8_t m[4][Q4_KX8_ROWS][2];    /* [sub-block pair][row][which of the pair], 6-bit minimums */
-    uint8_t qs[8][4][4 * Q4_KX8_ROWS];
+    uint8_t qs[8][16 * Q4_KX8_ROWS]; /* [sub-block][q4_Kx8_qs_byte] */
 } block_q4_Kx8;
 NIB_STATIC_ASSERT(sizeof(block_q4_Kx8) == 1184, "block_q4_Kx8 size");
 
+typedef enum { Q4_KX8_QUADS, Q4_KX8_PAIRS } q4_Kx8_order;
+
+/* Where quad k (elements 4k..4k+3, low nibbles; 16+4k.., high) byte b of
+ * row r sits in a sub-block's 128 bytes. */
+static inline int q4_Kx8_qs_byte(q4_Kx8_order o, int k, int r, int b) {
+    return o == Q4_KX8_QUADS ? 32 * k + 4 * r + b : 64 * (k / 2) + 8 * r + 4 * (k % 2) + b;
+}
+
 /* Packs super-block i of the 8 rows starting at w (row stride w_stride bytes). */
-void cpu_pack_q4_Kx8(const uint8_t *w, size_t w_stride, int64_t i, block_q4_Kx8 *dst);
+void cpu_pack_q4_Kx8(const uint8_t *w, size_t w_stride, int64_t i, q4_Kx8_order order, block_q4_Kx8 *dst);
 
 #endif

@@ -17,6 +17,7 @@
 typedef struct packed_weight {
     const nib_weight *w;
     void *p;
+    nib_simd_level layout; /* the level whose layout p holds */
 } packed_weight;
 
 struct nib_ctx {
@@ -97,9 +98,10 @@ static bool repack_weights(nib_ctx *c, uint64_t *total, nib_error *err) {
             ok = false;
             break;
         }
-        c->packed[c->n_packed++] = (packed_weight){w, p};
+        packed_weight *pw = &c->packed[c->n_packed++];
+        *pw = (packed_weight){w, p, NIB_SIMD_SCALAR};
         c->packed_bytes += bytes;
-        if (nib_cpu_repack(c->pool, w->type, w->data, w->ne[0], w->ne[1], p) != NIB_OK) {
+        if (nib_cpu_repack(c->pool, w->type, w->data, w->ne[0], w->ne[1], p, &pw->layout) != NIB_OK) {
             nib_error_set(err, NIB_ERR_ARG, "repacking '%.*s' (%s, %lld x %lld) failed", w->name ? w->name_len : 1,
                           w->name ? w->name : "?", nib_type_name(w->type), (long long)w->ne[0], (long long)w->ne[1]);
             ok = false;
@@ -109,9 +111,9 @@ static bool repack_weights(nib_ctx *c, uint64_t *total, nib_error *err) {
     return ok;
 }
 
-static const void *packed_of(const nib_ctx *c, const nib_weight *w) {
+static const packed_weight *packed_of(const nib_ctx *c, const nib_weight *w) {
     for (int i = 0; i < c->n_packed; i++)
-        if (c->packed[i].w == w) return c->packed[i].p;
+        if (c->packed[i].w == w) return &c->packed[i];
     return NULL;
 }
 
@@ -262,8 +264,9 @@ int32_t nib_ctx_argmax(nib_ctx *c) {
 /* ---- pieces of the step ---------------------------------------------------------- */
 
 static nib_status matmul(nib_ctx *c, const nib_weight *w, const float *X, int64_t n_tok, float *Y, nib_error *err) {
-    const void *p = packed_of(c, w);
-    nib_status s = p ? nib_cpu_matmul_packed(c->pool, w->type, p, w->ne[0], w->ne[1], X, n_tok, Y, c->mm_scratch)
+    const packed_weight *p = packed_of(c, w);
+    nib_status s = p ? nib_cpu_matmul_packed(c->pool, w->type, p->layout, p->p, w->ne[0], w->ne[1], X, n_tok, Y,
+                                             c->mm_scratch)
                      : nib_cpu_matmul(c->pool, w->type, w->data, w->ne[0], w->ne[1], X, n_tok, Y, c->mm_scratch);
     if (s != NIB_OK)
         return nib_error_set(err, s, "matmul of '%.*s' (%s, %lld x %lld) failed", w->name ? w->name_len : 1,
