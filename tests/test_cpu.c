@@ -761,11 +761,69 @@ static void test_repack_q4_K_layout(void) {
     free(W), free(P);
 }
 
+/* The 32-element formats' packed blocks, decoded as repack.h describes them,
+ * against the reference dequantizer, bit for bit; and the activation with
+ * sums against the Q8_0 quantizer. */
+static void test_repack_legacy_layout(void) {
+    static const nib_type types[] = {NIB_TYPE_Q4_0, NIB_TYPE_Q5_0, NIB_TYPE_Q4_1, NIB_TYPE_Q5_1};
+    rng_seed(708);
+    const int64_t n = 96, nb = n / 32;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const nib_type t = types[ti];
+        const bool has_min = t == NIB_TYPE_Q4_1 || t == NIB_TYPE_Q5_1, has_qh = t == NIB_TYPE_Q5_0 || t == NIB_TYPE_Q5_1;
+        const int off = t == NIB_TYPE_Q4_0 ? 8 : t == NIB_TYPE_Q5_0 ? 16 : 0;
+        const size_t rb = row_bytes(t, n), gb = 8 * rb / (size_t)nb; /* a packed block: 8 file blocks */
+        uint8_t *W = malloc(rb * 8), *P = malloc(gb * (size_t)nb);
+        float ref[96], got[96];
+        for (int r = 0; r < 8; r++) random_blocks(t, W + r * rb, n);
+        memset(P, 0x5A, gb * (size_t)nb);
+        for (int64_t i = 0; i < nb; i++) cpu_pack_legacy_x8(t, W, rb, i, P + (size_t)i * gb);
+        int bad = 0;
+        for (int r = 0; r < 8; r++) {
+            tr(t)->dequantize(W + r * rb, ref, n);
+            poison(got, n);
+            for (int64_t i = 0; i < nb; i++) {
+                const uint8_t *b = P + (size_t)i * gb; /* d[8], m[8] (_1), qh[4][8] (Q5), qs[2][64] */
+                nib_half d, m = 0;
+                memcpy(&d, b + 2 * r, 2);
+                if (has_min) memcpy(&m, b + 16 + 2 * r, 2);
+                const uint8_t *qh = b + (has_min ? 32 : 16), *qs = qh + (has_qh ? 32 : 0);
+                for (int e = 0; e < 32; e++) {
+                    const int j = e % 16; /* the file's qs byte */
+                    const uint8_t byte = qs[64 * (j / 8) + 8 * r + j % 8];
+                    int q = e < 16 ? byte & 0x0F : byte >> 4;
+                    if (has_qh) q |= ((qh[8 * (e / 8) + r] >> (e % 8)) & 1) << 4;
+                    got[32 * i + e] = has_min ? nib_fp16_to_f32(d) * (float)q + nib_fp16_to_f32(m)
+                                              : nib_fp16_to_f32(d) * (float)(q - off);
+                }
+            }
+            bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
+        }
+        CHECK(bad == 0, "%s x8: %d of 8 rows decode differently from the file layout", tr(t)->name, bad);
+        free(W), free(P);
+    }
+
+    float x[256];
+    block_q8_0 q[8];
+    block_q8_0s s[8];
+    random_normal(x, 256, 3.0);
+    tr(NIB_TYPE_Q8_0)->quantize(x, q, 256);
+    memset(s, 0x5A, sizeof s);
+    cpu_quantize_q8_0s(x, s, 256);
+    int bad = 0;
+    for (int b = 0; b < 8; b++) {
+        int sum = 0;
+        for (int j = 0; j < 32; j++) sum += q[b].qs[j];
+        bad += s[b].d != q[b].d || s[b].sum != sum || memcmp(s[b].qs, q[b].qs, 32) != 0;
+    }
+    CHECK(bad == 0, "q8_0s: %d of 8 blocks differ from Q8_0's codes and their sums", bad);
+}
+
 /* Every packed layout's matmul against float64 (check_matmul's tolerance),
  * 1 and 3 threads, several batch sizes; and each token's outputs the same
  * bits alone, in any batch and with any thread count. */
 static void test_matmul_packed(void) {
-    static const nib_type types[] = {NIB_TYPE_Q4_K};
+    static const nib_type types[] = {NIB_TYPE_Q4_K, NIB_TYPE_Q4_0, NIB_TYPE_Q5_0, NIB_TYPE_Q4_1, NIB_TYPE_Q5_1};
     int tested = 0;
     nib_error err;
     nib_pool *pool = nib_pool_new(3, &err);
@@ -845,14 +903,14 @@ static void test_repack_rejects_bad_args(void) {
     CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_K, 256, 8) == sizeof(block_q4_Kx8), "one group");
     CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_K, 256, 12) == 0, "12 rows are not whole groups");
     CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_K, 128, 8) == 0, "128 is not whole super-blocks");
-    CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_0, 256, 8) == 0, "Q4_0 has no packed layout");
+    CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q6_K, 256, 8) == 0, "Q6_K has no packed layout");
     nib_simd_level lay = NIB_SIMD_SCALAR;
     CHECK(nib_cpu_repack(NULL, NIB_TYPE_Q4_K, w, 256, 12, p, &lay) == NIB_ERR_ARG, "repack of 12 rows");
     CHECK(nib_cpu_repack(NULL, NIB_TYPE_Q4_K, w, 256, 8, p, NULL) == NIB_ERR_ARG, "repack without a layout out");
     CHECK(nib_cpu_repack(NULL, NIB_TYPE_Q4_K, w, 256, 8, p, &lay) == NIB_OK && lay == (nib_simd_level)level,
           "repack of one group");
-    CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q4_0, lay, p, 256, 8, x, 1, y, scratch) == NIB_ERR_UNSUPPORTED,
-          "packed Q4_0");
+    CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q6_K, lay, p, 256, 8, x, 1, y, scratch) == NIB_ERR_UNSUPPORTED,
+          "packed Q6_K");
     CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q4_K, lay, p, 256, 12, x, 1, y, scratch) == NIB_ERR_ARG,
           "packed matmul of 12 rows");
     /* a layout the copy cannot be in, or one this CPU cannot run: an error, not other numbers */
@@ -900,6 +958,7 @@ int main(void) {
     RUN(test_matmul_every_format_best);
     RUN(test_matmul_threads_agree);
     RUN(test_repack_q4_K_layout);
+    RUN(test_repack_legacy_layout);
     RUN(test_matmul_packed);
     RUN(test_repack_rejects_bad_args);
     RUN(test_get_row);

@@ -66,6 +66,11 @@ typedef struct cpu_packed {
     size_t group_block_bytes;
     void (*pack)(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
     cpu_packed_dot_fn dot;
+    /* the activation the kernel reads when it is not the format's own
+     * (cpu_kernel's act fields); 0 / NULL: the format's own */
+    nib_quantize_fn act_quantize;
+    size_t act_block_bytes;
+    int64_t act_block_elems;
 } cpu_packed;
 
 /* The packed layout of wtype at the active level, or at `level`, if it has
@@ -118,6 +123,10 @@ void cpu_dot_q5_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a
 void cpu_dot_q6_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q4_Kx8_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q4_Kx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
+void cpu_dot_q4_0x8_q8_0s_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
+void cpu_dot_q5_0x8_q8_0s_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
+void cpu_dot_q4_1x8_q8_1_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
+void cpu_dot_q5_1x8_q8_1_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 
 /* ---- AVX-512 F/BW/VL + VNNI -------------------------------------------------------- */
 float cpu_dot_q4_0_q8_0_avx512(int64_t n, const void *w, const void *a);

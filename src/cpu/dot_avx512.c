@@ -1,5 +1,6 @@
 /* AVX-512 VNNI dots: Q4_0, Q5_0, Q8_0 (with Q8_0), Q4_1, Q5_1 (with Q8_1) and
- * Q4_K, Q6_K (with Q8_K); Q4_K in the 8-row packed layout (cpu/repack.h).
+ * Q4_K, Q6_K (with Q8_K). The kernels of the packed layouts (cpu/repack.h)
+ * are in dot_packed_avx512.c.
  *
  * What VNNI changes: vpdpbusd sums four u8 x s8 products into an int32 lane
  * with no int16 stage (replacing maddubs + madd + add), and vpdpwssd
@@ -34,7 +35,6 @@
 
 #include "cpu/cpu_internal.h"
 #include "cpu/kquant_scales.h"
-#include "cpu/repack.h"
 #include "cpu/simd_avx2.h"
 #include "quant/blocks.h"
 
@@ -430,101 +430,6 @@ void cpu_dot_q4_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t
 void cpu_dot_q4_K_q8_K_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
                                   float *out) {
     q4k_dot(2, 4, n, w, w_stride, a, a_stride, out);
-}
-
-/* ---- Q4_K, 8 rows interleaved (cpu/repack.h, Q4_KX8_PAIRS) -------------------------
- * Register p of a sub-block holds 8 elements of each of the 8 rows (lane
- * 2r + h: quad 2p + h of row r), so a token's 8 activation bytes for it are
- * one 64-bit broadcast; four vpdpbusd (two registers, low and high nibbles)
- * give each lane 16 products, at most 16 * 15 * 128 = 30,720 in size, so
- * two sub-blocks' sums pack to int16 without saturating and meet their 16
- * scales in one vpdpwssd, whose pairs also add a row's two lanes: lane
- * 4L + c of the result is row 2L + c % 2. The file layout's VNNI kernel
- * does as many vpdpbusd per element; what the layout removes is the per-row
- * work around them (a pack and a vpdpwssd per row and token for every two
- * sub-blocks, the scales' permutes per row). A (row, token)'s operations do
- * not depend on nt. */
-static ALWAYS_INLINE void q4_Kx8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride,
-                                     float *out) {
-    const block_q4_Kx8 *x = (const block_q4_Kx8 *)p;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    /* the 16 scales of sub-blocks (j, j+1), sc[j][0..7] then sc[j+1][0..7]
-     * as int16, to the words of packs(s_j, s_j+1): word w of 128-bit lane L
-     * is sub-block j + w / 4, row 2L + (w / 2) % 2 */
-    short sidx[32];
-    for (int w = 0; w < 32; w++) sidx[w] = (short)(8 * ((w % 8) / 4) + 2 * (w / 8) + (w / 2) % 2);
-    const __m512i sc_idx = _mm512_loadu_si512((const void *)sidx);
-    const __m512i row_of_lane = _mm512_set_epi32(7, 6, 7, 6, 5, 4, 5, 4, 3, 2, 3, 2, 1, 0, 1, 0);
-    __m512 acc[NT_MAX];
-    __m256 acc_m[NT_MAX];
-#pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps(), acc_m[t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++, x++) {
-        __m512i sumi[NT_MAX];
-#pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) sumi[t] = _mm512_setzero_si512();
-        for (int j = 0; j < 8; j += 2) {
-            const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)x->sc[j]));
-            const __m512i scw = _mm512_permutexvar_epi16(sc_idx, _mm512_castsi256_si512(sc16));
-            __m512i lo[2][2], hi[2][2];
-#pragma GCC unroll 2
-            for (int s = 0; s < 2; s++)
-#pragma GCC unroll 2
-                for (int q = 0; q < 2; q++) {
-                    const __m512i bits = _mm512_loadu_si512((const void *)(x->qs[j + s] + 64 * q));
-                    lo[s][q] = _mm512_and_si512(bits, m4);
-                    hi[s][q] = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
-                }
-#pragma GCC unroll 4
-            for (int t = 0; t < nt; t++) {
-                const int8_t *yq = act_block(a, a_stride, t, i)->qs + 32 * j;
-                __m512i sj[2];
-#pragma GCC unroll 2
-                for (int s = 0; s < 2; s++) {
-                    int64_t y[4];
-                    memcpy(y, yq + 32 * s, sizeof y);
-                    __m512i v = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[s][0], _mm512_set1_epi64(y[0]));
-                    v = _mm512_dpbusd_epi32(v, lo[s][1], _mm512_set1_epi64(y[1]));
-                    v = _mm512_dpbusd_epi32(v, hi[s][0], _mm512_set1_epi64(y[2]));
-                    sj[s] = _mm512_dpbusd_epi32(v, hi[s][1], _mm512_set1_epi64(y[3]));
-                }
-                sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_packs_epi32(sj[0], sj[1]), scw);
-            }
-        }
-        const __m512 d = _mm512_permutexvar_ps(row_of_lane,
-                                               _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d))));
-        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->dmin));
-#pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) {
-            const block_q8_K *y = act_block(a, a_stride, t, i);
-            const __m256i bs = _mm256_castsi128_si256(kq_bsums32(y)); /* 8 sums of 32, int16 */
-            __m256i ms = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int q = 0; q < 4; q++) {
-                const __m256i m = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)x->m[q]));
-                ms = _mm256_dpwssd_epi32(ms, m, _mm256_permutevar8x32_epi32(bs, _mm256_set1_epi32(q)));
-            }
-            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(y->d)), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
-            acc_m[t] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, _mm256_set1_ps(y->d)), _mm256_cvtepi32_ps(ms), acc_m[t]);
-        }
-    }
-    /* lanes 4L and 4L + 2 are row 2L, 4L + 1 and 4L + 3 row 2L + 1 */
-    const __m512i rows_idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 13, 12, 9, 8, 5, 4, 1, 0);
-#pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) {
-        const __m512 f = _mm512_add_ps(acc[t], _mm512_permute_ps(acc[t], _MM_SHUFFLE(1, 0, 3, 2)));
-        const __m256 r8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(rows_idx, f));
-        _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm256_sub_ps(r8, acc_m[t]));
-    }
-}
-
-void cpu_dot_q4_Kx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {
-    switch (nt) {
-    case 1: q4_Kx8_dot(1, n, p, a, a_stride, out); break;
-    case 2: q4_Kx8_dot(2, n, p, a, a_stride, out); break;
-    case 3: q4_Kx8_dot(3, n, p, a, a_stride, out); break;
-    default: q4_Kx8_dot(4, n, p, a, a_stride, out); break;
-    }
 }
 
 /* ---- Q6_K x Q8_K -----------------------------------------------------------------

@@ -181,11 +181,27 @@ static size_t act_row_bytes(const cpu_kernel *k, int64_t n_in) {
     return (size_t)(n_in / k->act_block_elems) * k->act_block_bytes;
 }
 
+/* A packed layout may read another activation than the format's own. */
+static void packed_act(cpu_kernel *k, const cpu_packed *p) {
+    if (!p || !p->act_quantize) return;
+    k->quantize = p->act_quantize, k->act_block_bytes = p->act_block_bytes, k->act_block_elems = p->act_block_elems;
+}
+
 size_t nib_cpu_matmul_scratch_bytes(nib_type wtype, int64_t n_in, int64_t n_tok) {
     cpu_kernel k;
     if (!cpu_kernel_get(wtype, &k) || k.act_f32 || n_in <= 0 || n_tok <= 0) return 0;
-    const size_t row = act_row_bytes(&k, n_in);
-    if (row == 0 || (uint64_t)n_tok > SIZE_MAX / row) return 0;
+    size_t row = act_row_bytes(&k, n_in);
+    if (row == 0) return 0;
+    /* enough for the activation of a packed copy made at any level too */
+    for (int l = NIB_SIMD_SCALAR; l <= (int)nib_cpu_detect_simd(); l++) {
+        cpu_packed p;
+        cpu_kernel kp = k;
+        if (!cpu_packed_get_at(wtype, (nib_simd_level)l, &p)) continue;
+        packed_act(&kp, &p);
+        const size_t r = act_row_bytes(&kp, n_in);
+        if (r > row) row = r;
+    }
+    if ((uint64_t)n_tok > SIZE_MAX / row) return 0;
     return row * (size_t)n_tok;
 }
 
@@ -195,6 +211,7 @@ static nib_status matmul_run(nib_pool *pool, nib_type wtype, const cpu_packed *p
                              int64_t n_out, const float *X, int64_t n_tok, float *Y, void *scratch) {
     cpu_kernel k;
     if (!cpu_kernel_get(wtype, &k)) return NIB_ERR_UNSUPPORTED;
+    packed_act(&k, packed);
     size_t w_row_bytes;
     if (n_in <= 0 || n_out < 0 || n_tok < 0 || !nib_row_bytes(wtype, n_in, &w_row_bytes)) return NIB_ERR_ARG;
     if (packed && (n_in % packed->block_elems || n_out % packed->rows)) return NIB_ERR_ARG;

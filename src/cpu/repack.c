@@ -4,6 +4,8 @@
  * To add a packed layout: define its block in repack.h, write its pack
  * function here and its kernel in the SIMD file of its family, and add a row
  * to pack_rows; tests/test_cpu.c walks the table. */
+#include <string.h>
+
 #include "cpu/cpu_internal.h"
 #include "cpu/repack.h"
 
@@ -39,6 +41,72 @@ void cpu_pack_q4_Kx8(const uint8_t *w, size_t w_stride, int64_t i, q4_Kx8_order 
     }
 }
 
+/* The 32-element formats (repack.h): each row's scales, its 16 quant bytes
+ * in two halves of 8 at 8r of qs[0] and qs[1], its qh bytes at [b][r]. */
+void cpu_pack_legacy_x8(nib_type t, const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
+    for (int r = 0; r < Q4_KX8_ROWS; r++) {
+        const uint8_t *row = w + (size_t)r * w_stride;
+        const nib_half *d = NULL, *m = NULL;
+        const uint8_t *qh = NULL, *qs = NULL;
+        nib_half *dd = NULL, *dm = NULL;
+        uint8_t (*dqh)[Q4_KX8_ROWS] = NULL, (*dqs)[8 * Q4_KX8_ROWS] = NULL;
+        switch (t) {
+        case NIB_TYPE_Q4_0: {
+            const block_q4_0 *b = (const block_q4_0 *)row + i;
+            block_q4_0x8 *o = dst;
+            d = &b->d, qs = b->qs, dd = o->d, dqs = o->qs;
+            break;
+        }
+        case NIB_TYPE_Q5_0: {
+            const block_q5_0 *b = (const block_q5_0 *)row + i;
+            block_q5_0x8 *o = dst;
+            d = &b->d, qh = b->qh, qs = b->qs, dd = o->d, dqh = o->qh, dqs = o->qs;
+            break;
+        }
+        case NIB_TYPE_Q4_1: {
+            const block_q4_1 *b = (const block_q4_1 *)row + i;
+            block_q4_1x8 *o = dst;
+            d = &b->d, m = &b->m, qs = b->qs, dd = o->d, dm = o->m, dqs = o->qs;
+            break;
+        }
+        case NIB_TYPE_Q5_1: {
+            const block_q5_1 *b = (const block_q5_1 *)row + i;
+            block_q5_1x8 *o = dst;
+            d = &b->d, m = &b->m, qh = b->qh, qs = b->qs, dd = o->d, dm = o->m, dqh = o->qh, dqs = o->qs;
+            break;
+        }
+        default: return;
+        }
+        dd[r] = *d;
+        if (m) dm[r] = *m;
+        if (qh)
+            for (int b = 0; b < 4; b++) dqh[b][r] = qh[b];
+        for (int j = 0; j < 16; j++) dqs[j / 8][8 * r + j % 8] = qs[j];
+    }
+}
+
+void cpu_quantize_q8_0s(const float *x, void *dst, int64_t n) {
+    /* the Q8_0 quantizer's blocks, then widened in place from the last one
+     * down (block b moves from 34b to 36b: nothing unread is overwritten) */
+    cpu_kernel k;
+    cpu_kernel_get(NIB_TYPE_Q4_0, &k);
+    k.quantize(x, dst, n);
+    for (int64_t b = n / 32 - 1; b >= 0; b--) {
+        block_q8_0 q;
+        memcpy(&q, (const uint8_t *)dst + (size_t)b * sizeof(block_q8_0), sizeof q);
+        block_q8_0s *o = (block_q8_0s *)dst + b;
+        int sum = 0;
+        for (int j = 0; j < 32; j++) sum += q.qs[j];
+        o->d = q.d, o->sum = (int16_t)sum;
+        memcpy(o->qs, q.qs, sizeof o->qs);
+    }
+}
+
+static void pack_q4_0x8(const uint8_t *w, size_t s, int64_t i, void *d) { cpu_pack_legacy_x8(NIB_TYPE_Q4_0, w, s, i, d); }
+static void pack_q5_0x8(const uint8_t *w, size_t s, int64_t i, void *d) { cpu_pack_legacy_x8(NIB_TYPE_Q5_0, w, s, i, d); }
+static void pack_q4_1x8(const uint8_t *w, size_t s, int64_t i, void *d) { cpu_pack_legacy_x8(NIB_TYPE_Q4_1, w, s, i, d); }
+static void pack_q5_1x8(const uint8_t *w, size_t s, int64_t i, void *d) { cpu_pack_legacy_x8(NIB_TYPE_Q5_1, w, s, i, d); }
+
 static void pack_q4_Kx8_quads(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
     cpu_pack_q4_Kx8(w, w_stride, i, Q4_KX8_QUADS, dst);
 }
@@ -51,9 +119,17 @@ static void pack_q4_Kx8_pairs(const uint8_t *w, size_t w_stride, int64_t i, void
  * level), rows a group, bytes of a group's super-block, the packer and the
  * kernel. */
 static const cpu_packed pack_rows[] = {
-    {NIB_TYPE_Q4_K, NIB_SIMD_AVX2, Q4_KX8_ROWS, QK_K, sizeof(block_q4_Kx8), pack_q4_Kx8_quads, cpu_dot_q4_Kx8_q8_K_avx2},
+    {NIB_TYPE_Q4_K, NIB_SIMD_AVX2, Q4_KX8_ROWS, QK_K, sizeof(block_q4_Kx8), pack_q4_Kx8_quads, cpu_dot_q4_Kx8_q8_K_avx2, NULL, 0, 0},
     {NIB_TYPE_Q4_K, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, QK_K, sizeof(block_q4_Kx8), pack_q4_Kx8_pairs,
-     cpu_dot_q4_Kx8_q8_K_avx512},
+     cpu_dot_q4_Kx8_q8_K_avx512, NULL, 0, 0},
+    {NIB_TYPE_Q4_0, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q4_0x8), pack_q4_0x8,
+     cpu_dot_q4_0x8_q8_0s_avx512, cpu_quantize_q8_0s, sizeof(block_q8_0s), 32},
+    {NIB_TYPE_Q5_0, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q5_0x8), pack_q5_0x8,
+     cpu_dot_q5_0x8_q8_0s_avx512, cpu_quantize_q8_0s, sizeof(block_q8_0s), 32},
+    {NIB_TYPE_Q4_1, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q4_1x8), pack_q4_1x8,
+     cpu_dot_q4_1x8_q8_1_avx512, NULL, 0, 0},
+    {NIB_TYPE_Q5_1, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q5_1x8), pack_q5_1x8,
+     cpu_dot_q5_1x8_q8_1_avx512, NULL, 0, 0},
 };
 
 bool cpu_packed_get(nib_type wtype, cpu_packed *p) {

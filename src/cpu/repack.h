@@ -56,4 +56,38 @@ static inline int q4_Kx8_qs_byte(q4_Kx8_order o, int k, int r, int b) {
 /* Packs super-block i of the 8 rows starting at w (row stride w_stride bytes). */
 void cpu_pack_q4_Kx8(const uint8_t *w, size_t w_stride, int64_t i, q4_Kx8_order order, block_q4_Kx8 *dst);
 
+/* ---- the 32-element formats: Q4_0, Q5_0, Q4_1, Q5_1, 8 rows a block --------
+ * One 32-element block of 8 consecutive rows: each row's scales, and the
+ * quants in the order of Q4_KX8_PAIRS: qs[p][8r + i] is the file's qs[8p + i]
+ * of row r (low nibble element 8p + i, high nibble element 16 + 8p + i), so
+ * a 512-bit register p holds 8 elements of each row and a token's matching
+ * activation bytes are 8 contiguous ones. The fifth bits (Q5_0, Q5_1): qh[b][r]
+ * is byte b of row r's qh, bit i of it element 8b + i's; read as a 64-bit
+ * mask, qh[p] lines up bit for byte with the low nibbles of register p and
+ * qh[2 + p] with its high nibbles. Same bytes as the rows they replace. */
+typedef struct { nib_half d[Q4_KX8_ROWS]; uint8_t qs[2][8 * Q4_KX8_ROWS]; } block_q4_0x8;
+typedef struct { nib_half d[Q4_KX8_ROWS]; uint8_t qh[4][Q4_KX8_ROWS]; uint8_t qs[2][8 * Q4_KX8_ROWS]; } block_q5_0x8;
+typedef struct { nib_half d[Q4_KX8_ROWS], m[Q4_KX8_ROWS]; uint8_t qs[2][8 * Q4_KX8_ROWS]; } block_q4_1x8;
+typedef struct {
+    nib_half d[Q4_KX8_ROWS], m[Q4_KX8_ROWS];
+    uint8_t qh[4][Q4_KX8_ROWS];
+    uint8_t qs[2][8 * Q4_KX8_ROWS];
+} block_q5_1x8;
+NIB_STATIC_ASSERT(sizeof(block_q4_0x8) == 8 * sizeof(block_q4_0), "block_q4_0x8 size");
+NIB_STATIC_ASSERT(sizeof(block_q5_0x8) == 8 * sizeof(block_q5_0), "block_q5_0x8 size");
+NIB_STATIC_ASSERT(sizeof(block_q4_1x8) == 8 * sizeof(block_q4_1), "block_q4_1x8 size");
+NIB_STATIC_ASSERT(sizeof(block_q5_1x8) == 8 * sizeof(block_q5_1), "block_q5_1x8 size");
+
+/* The activation of the packed Q4_0/Q5_0 kernels: a Q8_0 block (the same d
+ * and qs as the Q8_0 quantizer gives) with the sum of its 32 codes, so the
+ * kernels dot the unsigned codes q and take offset * sum off once per block
+ * and token instead of a sign trick per register. */
+typedef struct { nib_half d; int16_t sum; int8_t qs[32]; } block_q8_0s;
+NIB_STATIC_ASSERT(sizeof(block_q8_0s) == 36, "block_q8_0s size");
+
+/* Packs block i of the 8 rows of a 32-element format starting at w. */
+void cpu_pack_legacy_x8(nib_type t, const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+/* X (n floats, whole blocks) to block_q8_0s. */
+void cpu_quantize_q8_0s(const float *x, void *dst, int64_t n);
+
 #endif

@@ -1,0 +1,218 @@
+/* AVX-512 VNNI kernels of the packed weight layouts (cpu/repack.h): 8 rows
+ * interleaved, so that a token's activation bytes are broadcast once to all 8
+ * rows and one vpdpbusd serves them; the per-row work the file layout pays
+ * for every row and token (scales, sign tricks, reductions) is paid here once
+ * per group of 8 rows and token.
+ *
+ * Each kernel takes 1 to 4 tokens a call (cpu_packed_dot_fn); a (row,
+ * token)'s operations do not depend on how many, so a token gets the same
+ * bits in any batch. The integer sums are exact; the float sums differ from
+ * the file layout's kernels only by reassociation. tests/test_cpu.c checks
+ * the layouts bit for bit and the products against float64.
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "cpu/cpu_internal.h"
+#include "cpu/kquant_scales.h"
+#include "cpu/repack.h"
+#include "cpu/simd_avx2.h"
+#include "quant/blocks.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#define NT_MAX 4
+
+static ALWAYS_INLINE const block_q8_K *act_block(const void *a, size_t a_stride, int t, int64_t i) {
+    return (const block_q8_K *)((const uint8_t *)a + (size_t)t * a_stride) + i;
+}
+
+/* ---- Q4_K, 8 rows interleaved (cpu/repack.h, Q4_KX8_PAIRS) -------------------------
+ * Register p of a sub-block holds 8 elements of each of the 8 rows (lane
+ * 2r + h: quad 2p + h of row r), so a token's 8 activation bytes for it are
+ * one 64-bit broadcast; four vpdpbusd (two registers, low and high nibbles)
+ * give each lane 16 products, at most 16 * 15 * 128 = 30,720 in size, so
+ * two sub-blocks' sums pack to int16 without saturating and meet their 16
+ * scales in one vpdpwssd, whose pairs also add a row's two lanes: lane
+ * 4L + c of the result is row 2L + c % 2. The file layout's VNNI kernel
+ * does as many vpdpbusd per element; what the layout removes is the per-row
+ * work around them (a pack and a vpdpwssd per row and token for every two
+ * sub-blocks, the scales' permutes per row). A (row, token)'s operations do
+ * not depend on nt. */
+static ALWAYS_INLINE void q4_Kx8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride,
+                                     float *out) {
+    const block_q4_Kx8 *x = (const block_q4_Kx8 *)p;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    /* the 16 scales of sub-blocks (j, j+1), sc[j][0..7] then sc[j+1][0..7]
+     * as int16, to the words of packs(s_j, s_j+1): word w of 128-bit lane L
+     * is sub-block j + w / 4, row 2L + (w / 2) % 2 */
+    short sidx[32];
+    for (int w = 0; w < 32; w++) sidx[w] = (short)(8 * ((w % 8) / 4) + 2 * (w / 8) + (w / 2) % 2);
+    const __m512i sc_idx = _mm512_loadu_si512((const void *)sidx);
+    const __m512i row_of_lane = _mm512_set_epi32(7, 6, 7, 6, 5, 4, 5, 4, 3, 2, 3, 2, 1, 0, 1, 0);
+    __m512 acc[NT_MAX];
+    __m256 acc_m[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps(), acc_m[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, x++) {
+        __m512i sumi[NT_MAX];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) sumi[t] = _mm512_setzero_si512();
+        for (int j = 0; j < 8; j += 2) {
+            const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)x->sc[j]));
+            const __m512i scw = _mm512_permutexvar_epi16(sc_idx, _mm512_castsi256_si512(sc16));
+            __m512i lo[2][2], hi[2][2];
+#pragma GCC unroll 2
+            for (int s = 0; s < 2; s++)
+#pragma GCC unroll 2
+                for (int q = 0; q < 2; q++) {
+                    const __m512i bits = _mm512_loadu_si512((const void *)(x->qs[j + s] + 64 * q));
+                    lo[s][q] = _mm512_and_si512(bits, m4);
+                    hi[s][q] = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
+                }
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) {
+                const int8_t *yq = act_block(a, a_stride, t, i)->qs + 32 * j;
+                __m512i sj[2];
+#pragma GCC unroll 2
+                for (int s = 0; s < 2; s++) {
+                    int64_t y[4];
+                    memcpy(y, yq + 32 * s, sizeof y);
+                    __m512i v = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[s][0], _mm512_set1_epi64(y[0]));
+                    v = _mm512_dpbusd_epi32(v, lo[s][1], _mm512_set1_epi64(y[1]));
+                    v = _mm512_dpbusd_epi32(v, hi[s][0], _mm512_set1_epi64(y[2]));
+                    sj[s] = _mm512_dpbusd_epi32(v, hi[s][1], _mm512_set1_epi64(y[3]));
+                }
+                sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_packs_epi32(sj[0], sj[1]), scw);
+            }
+        }
+        const __m512 d = _mm512_permutexvar_ps(row_of_lane,
+                                               _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d))));
+        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->dmin));
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_K *y = act_block(a, a_stride, t, i);
+            const __m256i bs = _mm256_castsi128_si256(kq_bsums32(y)); /* 8 sums of 32, int16 */
+            __m256i ms = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                const __m256i m = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)x->m[q]));
+                ms = _mm256_dpwssd_epi32(ms, m, _mm256_permutevar8x32_epi32(bs, _mm256_set1_epi32(q)));
+            }
+            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(y->d)), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+            acc_m[t] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, _mm256_set1_ps(y->d)), _mm256_cvtepi32_ps(ms), acc_m[t]);
+        }
+    }
+    /* lanes 4L and 4L + 2 are row 2L, 4L + 1 and 4L + 3 row 2L + 1 */
+    const __m512i rows_idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 13, 12, 9, 8, 5, 4, 1, 0);
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) {
+        const __m512 f = _mm512_add_ps(acc[t], _mm512_permute_ps(acc[t], _MM_SHUFFLE(1, 0, 3, 2)));
+        const __m256 r8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(rows_idx, f));
+        _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm256_sub_ps(r8, acc_m[t]));
+    }
+}
+
+void cpu_dot_q4_Kx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {
+    switch (nt) {
+    case 1: q4_Kx8_dot(1, n, p, a, a_stride, out); break;
+    case 2: q4_Kx8_dot(2, n, p, a, a_stride, out); break;
+    case 3: q4_Kx8_dot(3, n, p, a, a_stride, out); break;
+    default: q4_Kx8_dot(4, n, p, a, a_stride, out); break;
+    }
+}
+
+/* ---- Q4_0, Q5_0, Q4_1, Q5_1, 8 rows a 32-element block ---------------------------
+ * Registers p = 0, 1 of a block hold 8 elements of each row (lane 2r + h:
+ * elements 8p + 4h.. of row r in the low nibbles, 16 + 8p + 4h.. in the high
+ * ones); the fifth bits come in as one masked byte add per register from the
+ * 64-bit qh masks. Four vpdpbusd against 64-bit broadcasts of the token's
+ * codes give lane 2r + h the products of 16 of row r's elements with the
+ * unsigned codes q. The offsets of Q4_0/Q5_0 (q - 8, q - 16) come off as
+ * offset/2 * sum(y) in each of a row's two lanes (the activation carries the
+ * sum: block_q8_0s); Q4_1/Q5_1 add m * s (Q8_1's s = d * sum) in lane 2r
+ * only. Then one convert and one multiply-add by d * d_y a block and token;
+ * the two lanes of a row are added at the end. */
+typedef enum { LX_Q4_0, LX_Q5_0, LX_Q4_1, LX_Q5_1 } lx_fmt;
+
+static ALWAYS_INLINE void legacy_x8_dot(lx_fmt f, int nt, int64_t n, const void *p, const void *a, size_t a_stride,
+                                        float *out) {
+    const bool has_min = f == LX_Q4_1 || f == LX_Q5_1, has_qh = f == LX_Q5_0 || f == LX_Q5_1;
+    const int half_off = f == LX_Q4_0 ? 4 : 8;
+    const size_t bb = f == LX_Q4_0   ? sizeof(block_q4_0x8)
+                      : f == LX_Q5_0 ? sizeof(block_q5_0x8)
+                      : f == LX_Q4_1 ? sizeof(block_q4_1x8)
+                                     : sizeof(block_q5_1x8);
+    const size_t ab = has_min ? sizeof(block_q8_1) : sizeof(block_q8_0s);
+    const __m512i m4 = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(0x10);
+    const __m512i row_of_lane = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    __m512 acc[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
+    const uint8_t *x = (const uint8_t *)p;
+    for (int64_t i = 0; i < n / 32; i++, x += bb) {
+        /* the fields, in the order of every block_*x8: d[8], m[8], qh[4][8], qs[2][64] */
+        const uint8_t *qh = x + (has_min ? 32 : 16);
+        const uint8_t *qs = qh + (has_qh ? 32 : 0);
+        __m512i q[2][2]; /* [register][low, high nibbles] */
+#pragma GCC unroll 2
+        for (int r = 0; r < 2; r++) {
+            const __m512i bits = _mm512_loadu_si512((const void *)(qs + 64 * r));
+            q[r][0] = _mm512_and_si512(bits, m4);
+            q[r][1] = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
+            if (has_qh) {
+                uint64_t lo, hi;
+                memcpy(&lo, qh + 8 * r, 8), memcpy(&hi, qh + 8 * (2 + r), 8);
+                q[r][0] = _mm512_mask_add_epi8(q[r][0], _cvtu64_mask64(lo), q[r][0], c16);
+                q[r][1] = _mm512_mask_add_epi8(q[r][1], _cvtu64_mask64(hi), q[r][1], c16);
+            }
+        }
+        const __m512 dw = _mm512_permutexvar_ps(row_of_lane,
+                                                _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x))));
+        __m512 mw = _mm512_setzero_ps();
+        if (has_min)
+            mw = _mm512_maskz_permutexvar_ps(0x5555, row_of_lane,
+                                             _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + 16)))));
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const uint8_t *yb = (const uint8_t *)a + (size_t)t * a_stride + (size_t)i * ab;
+            const int8_t *yq = has_min ? ((const block_q8_1 *)yb)->qs : ((const block_q8_0s *)yb)->qs;
+            int64_t y[4];
+            memcpy(y, yq, sizeof y);
+            __m512i v = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0][0], _mm512_set1_epi64(y[0]));
+            v = _mm512_dpbusd_epi32(v, q[1][0], _mm512_set1_epi64(y[1]));
+            v = _mm512_dpbusd_epi32(v, q[0][1], _mm512_set1_epi64(y[2]));
+            v = _mm512_dpbusd_epi32(v, q[1][1], _mm512_set1_epi64(y[3]));
+            float dy;
+            if (has_min) {
+                const block_q8_1 *y1 = (const block_q8_1 *)yb;
+                dy = simd_fp16_to_f32(y1->d);
+                acc[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(simd_fp16_to_f32(y1->s)), acc[t]);
+            } else {
+                const block_q8_0s *y0 = (const block_q8_0s *)yb;
+                dy = simd_fp16_to_f32(y0->d);
+                v = _mm512_sub_epi32(v, _mm512_set1_epi32(half_off * y0->sum));
+            }
+            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(dy)), _mm512_cvtepi32_ps(v), acc[t]);
+        }
+    }
+    const __m512i even = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) {
+        const __m512 s = _mm512_add_ps(acc[t], _mm512_permute_ps(acc[t], _MM_SHUFFLE(2, 3, 0, 1)));
+        _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm512_castps512_ps256(_mm512_permutexvar_ps(even, s)));
+    }
+}
+
+#define LEGACY_X8_ENTRY(name, fmt)                                                                       \
+    void name(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {            \
+        switch (nt) {                                                                                    \
+        case 1: legacy_x8_dot(fmt, 1, n, p, a, a_stride, out); break;                                    \
+        case 2: legacy_x8_dot(fmt, 2, n, p, a, a_stride, out); break;                                    \
+        case 3: legacy_x8_dot(fmt, 3, n, p, a, a_stride, out); break;                                    \
+        default: legacy_x8_dot(fmt, 4, n, p, a, a_stride, out); break;                                   \
+        }                                                                                                \
+    }
+LEGACY_X8_ENTRY(cpu_dot_q4_0x8_q8_0s_avx512, LX_Q4_0)
+LEGACY_X8_ENTRY(cpu_dot_q5_0x8_q8_0s_avx512, LX_Q5_0)
+LEGACY_X8_ENTRY(cpu_dot_q4_1x8_q8_1_avx512, LX_Q4_1)
+LEGACY_X8_ENTRY(cpu_dot_q5_1x8_q8_1_avx512, LX_Q5_1)
