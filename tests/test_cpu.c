@@ -817,13 +817,43 @@ static void test_repack_legacy_layout(void) {
         bad += s[b].d != q[b].d || s[b].sum != sum || memcmp(s[b].qs, q[b].qs, 32) != 0;
     }
     CHECK(bad == 0, "q8_0s: %d of 8 blocks differ from Q8_0's codes and their sums", bad);
+
+    /* Q8_0: qs[p][8r + i] is row r's code 8p + i; its activation the codes + 128 */
+    {
+        const size_t rb = row_bytes(NIB_TYPE_Q8_0, n);
+        uint8_t *W = malloc(rb * 8);
+        block_q8_0x8 P[3];
+        float ref[96], got[96];
+        for (int r = 0; r < 8; r++) random_blocks(NIB_TYPE_Q8_0, W + r * rb, n);
+        memset(P, 0x5A, sizeof P);
+        for (int64_t i = 0; i < nb; i++) cpu_pack_legacy_x8(NIB_TYPE_Q8_0, W, rb, i, &P[i]);
+        int rows_bad = 0;
+        for (int r = 0; r < 8; r++) {
+            tr(NIB_TYPE_Q8_0)->dequantize(W + r * rb, ref, n);
+            poison(got, n);
+            for (int64_t i = 0; i < nb; i++)
+                for (int e = 0; e < 32; e++)
+                    got[32 * i + e] = nib_fp16_to_f32(P[i].d[r]) * (float)P[i].qs[e / 8][8 * r + e % 8];
+            rows_bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
+        }
+        CHECK(rows_bad == 0, "Q8_0 x8: %d of 8 rows decode differently from the file layout", rows_bad);
+        free(W);
+        block_q8_0u u[8];
+        memset(u, 0x5A, sizeof u);
+        cpu_quantize_q8_0u(x, u, 256);
+        bad = 0;
+        for (int b = 0; b < 8; b++)
+            for (int j = 0; j < 32; j++) bad += u[b].d != q[b].d || (int)u[b].qs[j] != q[b].qs[j] + 128;
+        CHECK(bad == 0, "q8_0u: %d codes differ from Q8_0's + 128", bad);
+    }
 }
 
 /* Every packed layout's matmul against float64 (check_matmul's tolerance),
  * 1 and 3 threads, several batch sizes; and each token's outputs the same
  * bits alone, in any batch and with any thread count. */
 static void test_matmul_packed(void) {
-    static const nib_type types[] = {NIB_TYPE_Q4_K, NIB_TYPE_Q4_0, NIB_TYPE_Q5_0, NIB_TYPE_Q4_1, NIB_TYPE_Q5_1};
+    static const nib_type types[] = {NIB_TYPE_Q4_K, NIB_TYPE_Q4_0, NIB_TYPE_Q5_0,
+                                     NIB_TYPE_Q4_1, NIB_TYPE_Q5_1, NIB_TYPE_Q8_0};
     int tested = 0;
     nib_error err;
     nib_pool *pool = nib_pool_new(3, &err);

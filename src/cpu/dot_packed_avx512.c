@@ -216,3 +216,57 @@ LEGACY_X8_ENTRY(cpu_dot_q4_0x8_q8_0s_avx512, LX_Q4_0)
 LEGACY_X8_ENTRY(cpu_dot_q5_0x8_q8_0s_avx512, LX_Q5_0)
 LEGACY_X8_ENTRY(cpu_dot_q4_1x8_q8_1_avx512, LX_Q4_1)
 LEGACY_X8_ENTRY(cpu_dot_q5_1x8_q8_1_avx512, LX_Q5_1)
+
+/* ---- Q8_0, 8 rows a 32-element block -----------------------------------------------
+ * Four registers of signed codes (register p: 8 codes of each row, lane 2r +
+ * h codes 8p + 4h..), against 64-bit broadcasts of the token's unsigned codes
+ * y + 128 (block_q8_0u): the products are w * y + 128 * w, and the 128 * sum(w)
+ * of each lane, made once a block by four vpdpbusd with ones, comes off once
+ * a block and token. */
+static ALWAYS_INLINE void q8_0x8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride, float *out) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    const __m512i row_of_lane = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    __m512 acc[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
+    const block_q8_0x8 *x = (const block_q8_0x8 *)p;
+    for (int64_t i = 0; i < n / 32; i++, x++) {
+        __m512i w[4], ws = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            w[r] = _mm512_loadu_si512((const void *)x->qs[r]);
+            ws = _mm512_dpbusd_epi32(ws, ones, w[r]);
+        }
+        ws = _mm512_slli_epi32(ws, 7);
+        const __m512 dw = _mm512_permutexvar_ps(row_of_lane,
+                                                _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d))));
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_0u *y = (const block_q8_0u *)((const uint8_t *)a + (size_t)t * a_stride) + i;
+            int64_t yq[4];
+            memcpy(yq, y->qs, sizeof yq);
+            __m512i v = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi64(yq[0]), w[0]);
+            v = _mm512_dpbusd_epi32(v, _mm512_set1_epi64(yq[1]), w[1]);
+            v = _mm512_dpbusd_epi32(v, _mm512_set1_epi64(yq[2]), w[2]);
+            v = _mm512_dpbusd_epi32(v, _mm512_set1_epi64(yq[3]), w[3]);
+            v = _mm512_sub_epi32(v, ws);
+            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(simd_fp16_to_f32(y->d))), _mm512_cvtepi32_ps(v),
+                                     acc[t]);
+        }
+    }
+    const __m512i even = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) {
+        const __m512 s = _mm512_add_ps(acc[t], _mm512_permute_ps(acc[t], _MM_SHUFFLE(2, 3, 0, 1)));
+        _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm512_castps512_ps256(_mm512_permutexvar_ps(even, s)));
+    }
+}
+
+void cpu_dot_q8_0x8_q8_0u_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {
+    switch (nt) {
+    case 1: q8_0x8_dot(1, n, p, a, a_stride, out); break;
+    case 2: q8_0x8_dot(2, n, p, a, a_stride, out); break;
+    case 3: q8_0x8_dot(3, n, p, a, a_stride, out); break;
+    default: q8_0x8_dot(4, n, p, a, a_stride, out); break;
+    }
+}

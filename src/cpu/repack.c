@@ -69,6 +69,13 @@ void cpu_pack_legacy_x8(nib_type t, const uint8_t *w, size_t w_stride, int64_t i
             d = &b->d, m = &b->m, qs = b->qs, dd = o->d, dm = o->m, dqs = o->qs;
             break;
         }
+        case NIB_TYPE_Q8_0: {
+            const block_q8_0 *b = (const block_q8_0 *)row + i;
+            block_q8_0x8 *o = dst;
+            o->d[r] = b->d;
+            for (int j = 0; j < 32; j++) o->qs[j / 8][8 * r + j % 8] = b->qs[j];
+            continue;
+        }
         case NIB_TYPE_Q5_1: {
             const block_q5_1 *b = (const block_q5_1 *)row + i;
             block_q5_1x8 *o = dst;
@@ -102,6 +109,17 @@ void cpu_quantize_q8_0s(const float *x, void *dst, int64_t n) {
     }
 }
 
+void cpu_quantize_q8_0u(const float *x, void *dst, int64_t n) {
+    cpu_kernel k;
+    cpu_kernel_get(NIB_TYPE_Q8_0, &k);
+    k.quantize(x, dst, n);
+    for (int64_t b = 0; b < n / 32; b++) {
+        block_q8_0u *o = (block_q8_0u *)dst + b; /* the same bytes as block_q8_0 */
+        for (int j = 0; j < 32; j++) o->qs[j] ^= 0x80;
+    }
+}
+
+static void pack_q8_0x8(const uint8_t *w, size_t s, int64_t i, void *d) { cpu_pack_legacy_x8(NIB_TYPE_Q8_0, w, s, i, d); }
 static void pack_q4_0x8(const uint8_t *w, size_t s, int64_t i, void *d) { cpu_pack_legacy_x8(NIB_TYPE_Q4_0, w, s, i, d); }
 static void pack_q5_0x8(const uint8_t *w, size_t s, int64_t i, void *d) { cpu_pack_legacy_x8(NIB_TYPE_Q5_0, w, s, i, d); }
 static void pack_q4_1x8(const uint8_t *w, size_t s, int64_t i, void *d) { cpu_pack_legacy_x8(NIB_TYPE_Q4_1, w, s, i, d); }
@@ -126,6 +144,8 @@ static const cpu_packed pack_rows[] = {
      cpu_dot_q4_0x8_q8_0s_avx512, cpu_quantize_q8_0s, sizeof(block_q8_0s), 32},
     {NIB_TYPE_Q5_0, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q5_0x8), pack_q5_0x8,
      cpu_dot_q5_0x8_q8_0s_avx512, cpu_quantize_q8_0s, sizeof(block_q8_0s), 32},
+    {NIB_TYPE_Q8_0, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q8_0x8), pack_q8_0x8,
+     cpu_dot_q8_0x8_q8_0u_avx512, cpu_quantize_q8_0u, sizeof(block_q8_0u), 32},
     {NIB_TYPE_Q4_1, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q4_1x8), pack_q4_1x8,
      cpu_dot_q4_1x8_q8_1_avx512, NULL, 0, 0},
     {NIB_TYPE_Q5_1, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q5_1x8), pack_q5_1x8,

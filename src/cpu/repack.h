@@ -78,6 +78,18 @@ NIB_STATIC_ASSERT(sizeof(block_q5_0x8) == 8 * sizeof(block_q5_0), "block_q5_0x8 
 NIB_STATIC_ASSERT(sizeof(block_q4_1x8) == 8 * sizeof(block_q4_1), "block_q4_1x8 size");
 NIB_STATIC_ASSERT(sizeof(block_q5_1x8) == 8 * sizeof(block_q5_1), "block_q5_1x8 size");
 
+/* Q8_0: qs[p][8r + i] is row r's code 8p + i. */
+typedef struct { nib_half d[Q4_KX8_ROWS]; int8_t qs[4][8 * Q4_KX8_ROWS]; } block_q8_0x8;
+NIB_STATIC_ASSERT(sizeof(block_q8_0x8) == 8 * sizeof(block_q8_0), "block_q8_0x8 size");
+
+/* The activation of the packed Q8_0 kernel: a Q8_0 block with its codes
+ * offset to unsigned (y + 128, never 0: the codes are within +-127), so that
+ * vpdpbusd multiplies them with the signed weights as they are; the kernel
+ * takes 128 * sum(w) off, the weights' sums made once a block for all tokens. */
+typedef struct { nib_half d; uint8_t qs[32]; } block_q8_0u;
+NIB_STATIC_ASSERT(sizeof(block_q8_0u) == 34, "block_q8_0u size");
+void cpu_quantize_q8_0u(const float *x, void *dst, int64_t n);
+
 /* The activation of the packed Q4_0/Q5_0 kernels: a Q8_0 block (the same d
  * and qs as the Q8_0 quantizer gives) with the sum of its 32 codes, so the
  * kernels dot the unsigned codes q and take offset * sum off once per block
