@@ -776,8 +776,9 @@ static void test_repack_legacy_layout(void) {
         uint8_t *W = malloc(rb * 8), *P = malloc(gb * (size_t)nb);
         float ref[96], got[96];
         for (int r = 0; r < 8; r++) random_blocks(t, W + r * rb, n);
+        for (int o = Q4_KX8_QUADS; o <= Q4_KX8_PAIRS; o++) {
         memset(P, 0x5A, gb * (size_t)nb);
-        for (int64_t i = 0; i < nb; i++) cpu_pack_legacy_x8(t, W, rb, i, P + (size_t)i * gb);
+        for (int64_t i = 0; i < nb; i++) cpu_pack_legacy_x8(t, W, rb, i, (q4_Kx8_order)o, P + (size_t)i * gb);
         int bad = 0;
         for (int r = 0; r < 8; r++) {
             tr(t)->dequantize(W + r * rb, ref, n);
@@ -790,16 +791,23 @@ static void test_repack_legacy_layout(void) {
                 const uint8_t *qh = b + (has_min ? 32 : 16), *qs = qh + (has_qh ? 32 : 0);
                 for (int e = 0; e < 32; e++) {
                     const int j = e % 16; /* the file's qs byte */
-                    const uint8_t byte = qs[64 * (j / 8) + 8 * r + j % 8];
+                    const bool pairs = o == Q4_KX8_PAIRS;
+                    const uint8_t byte = pairs ? qs[64 * (j / 8) + 8 * r + j % 8] : qs[32 * (j / 4) + 4 * r + j % 4];
                     int q = e < 16 ? byte & 0x0F : byte >> 4;
-                    if (has_qh) q |= ((qh[8 * (e / 8) + r] >> (e % 8)) & 1) << 4;
+                    if (has_qh && pairs) q |= ((qh[8 * (e / 8) + r] >> (e % 8)) & 1) << 4;
+                    if (has_qh && !pairs) {
+                        const int word = 2 * (j / 4) + e / 16, bit = 4 * r + j % 4;
+                        q |= ((qh[4 * word + bit / 8] >> (bit % 8)) & 1) << 4;
+                    }
                     got[32 * i + e] = has_min ? nib_fp16_to_f32(d) * (float)q + nib_fp16_to_f32(m)
                                               : nib_fp16_to_f32(d) * (float)(q - off);
                 }
             }
             bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
         }
-        CHECK(bad == 0, "%s x8: %d of 8 rows decode differently from the file layout", tr(t)->name, bad);
+        CHECK(bad == 0, "%s x8 %s: %d of 8 rows decode differently from the file layout", tr(t)->name,
+              o == Q4_KX8_PAIRS ? "pairs" : "quads", bad);
+        }
         free(W), free(P);
     }
 
@@ -826,7 +834,7 @@ static void test_repack_legacy_layout(void) {
         float ref[96], got[96];
         for (int r = 0; r < 8; r++) random_blocks(NIB_TYPE_Q8_0, W + r * rb, n);
         memset(P, 0x5A, sizeof P);
-        for (int64_t i = 0; i < nb; i++) cpu_pack_legacy_x8(NIB_TYPE_Q8_0, W, rb, i, &P[i]);
+        for (int64_t i = 0; i < nb; i++) cpu_pack_legacy_x8(NIB_TYPE_Q8_0, W, rb, i, Q4_KX8_PAIRS, &P[i]);
         int rows_bad = 0;
         for (int r = 0; r < 8; r++) {
             tr(NIB_TYPE_Q8_0)->dequantize(W + r * rb, ref, n);

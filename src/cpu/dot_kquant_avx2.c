@@ -27,7 +27,6 @@
 
 #include "cpu/cpu_internal.h"
 #include "cpu/kquant_scales.h"
-#include "cpu/repack.h"
 #include "cpu/simd_avx2.h"
 #include "quant/blocks.h"
 
@@ -195,77 +194,4 @@ float cpu_dot_q6_K_q8_K_avx2(int64_t n, const void *w, const void *a) {
 }
 void cpu_dot_q6_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
     q6_dot(4, n, w, a, a_stride, out);
-}
-
-/* ---- Q4_K, 8 rows interleaved (cpu/repack.h) --------------------------------------
- * Per sub-block and token: 8 maddubs of a register of 8 rows x 4 elements
- * by the token's 4 activation bytes broadcast, added in int16 (16 products
- * of at most 15 * 128 a lane: 30,720, no overflow), then one madd with the 8
- * rows' scales as int16 pairs. Against the file layout's dot (one maddubs
- * and one madd per 32 elements of one row and token) that is half the
- * multiplies. The minimums: 4 madds of the rows' (m_2p, m_2p+1) pairs with
- * the token's pair of 32-element activation sums. A (row, token)'s
- * operations do not depend on nt: any batch gives it the same bits. */
-static ALWAYS_INLINE void q4_Kx8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride,
-                                     float *out) {
-    const block_q4_Kx8 *x = (const block_q4_Kx8 *)p;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc[NT_MAX], acc_m[NT_MAX];
-#pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps(), acc_m[t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++, x++) {
-        __m256i sumi[NT_MAX];
-#pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
-        for (int j = 0; j < 8; j++) {
-            const __m128i s8 = _mm_loadl_epi64((const __m128i *)x->sc[j]);
-            const __m256i sc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s8, s8)); /* (sc_r, sc_r) a row */
-            __m256i s16[NT_MAX];
-#pragma GCC unroll 4
-            for (int t = 0; t < nt; t++) s16[t] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; k++) {
-                const __m256i bits = _mm256_loadu_si256((const __m256i *)(x->qs[j] + 32 * k)); /* Q4_KX8_QUADS */
-                const __m256i lo = _mm256_and_si256(bits, m4);
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-#pragma GCC unroll 4
-                for (int t = 0; t < nt; t++) {
-                    const int8_t *yq = act_block(a, a_stride, t, i)->qs + 32 * j + 4 * k;
-                    int32_t y0, y1;
-                    memcpy(&y0, yq, 4), memcpy(&y1, yq + 16, 4);
-                    s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(y0)));
-                    s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(y1)));
-                }
-            }
-#pragma GCC unroll 4
-            for (int t = 0; t < nt; t++) sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(s16[t], sc));
-        }
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));
-        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->dmin));
-#pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) {
-            const block_q8_K *y = act_block(a, a_stride, t, i);
-            const __m256i bs = _mm256_castsi128_si256(kq_bsums32(y)); /* 8 sums of 32, int16 */
-            __m256i ms = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int q = 0; q < 4; q++) {
-                const __m256i m = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)x->m[q]));
-                ms = _mm256_add_epi32(ms, _mm256_madd_epi16(m, _mm256_permutevar8x32_epi32(bs, _mm256_set1_epi32(q))));
-            }
-            const __m256 dy = _mm256_set1_ps(y->d);
-            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, dy), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-            acc_m[t] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, dy), _mm256_cvtepi32_ps(ms), acc_m[t]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm256_sub_ps(acc[t], acc_m[t]));
-}
-
-void cpu_dot_q4_Kx8_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {
-    switch (nt) {
-    case 1: q4_Kx8_dot(1, n, p, a, a_stride, out); break;
-    case 2: q4_Kx8_dot(2, n, p, a, a_stride, out); break;
-    case 3: q4_Kx8_dot(3, n, p, a, a_stride, out); break;
-    default: q4_Kx8_dot(4, n, p, a, a_stride, out); break;
-    }
 }

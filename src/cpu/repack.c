@@ -43,7 +43,7 @@ void cpu_pack_q4_Kx8(const uint8_t *w, size_t w_stride, int64_t i, q4_Kx8_order 
 
 /* The 32-element formats (repack.h): each row's scales, its 16 quant bytes
  * in two halves of 8 at 8r of qs[0] and qs[1], its qh bytes at [b][r]. */
-void cpu_pack_legacy_x8(nib_type t, const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
+void cpu_pack_legacy_x8(nib_type t, const uint8_t *w, size_t w_stride, int64_t i, q4_Kx8_order order, void *dst) {
     for (int r = 0; r < Q4_KX8_ROWS; r++) {
         const uint8_t *row = w + (size_t)r * w_stride;
         const nib_half *d = NULL, *m = NULL;
@@ -86,9 +86,26 @@ void cpu_pack_legacy_x8(nib_type t, const uint8_t *w, size_t w_stride, int64_t i
         }
         dd[r] = *d;
         if (m) dm[r] = *m;
-        if (qh)
-            for (int b = 0; b < 4; b++) dqh[b][r] = qh[b];
-        for (int j = 0; j < 16; j++) dqs[j / 8][8 * r + j % 8] = qs[j];
+        if (order == Q4_KX8_PAIRS) {
+            if (qh)
+                for (int b = 0; b < 4; b++) dqh[b][r] = qh[b];
+            for (int j = 0; j < 16; j++) dqs[j / 8][8 * r + j % 8] = qs[j];
+            continue;
+        }
+        uint8_t *flat = &dqs[0][0];
+        for (int j = 0; j < 16; j++) flat[32 * (j / 4) + 4 * r + j % 4] = qs[j];
+        if (qh) {
+            uint32_t fq, words[8];
+            memcpy(&fq, qh, 4);
+            memcpy(words, dqh, sizeof words);
+            for (int k = 0; k < 4; k++)
+                for (int h = 0; h < 2; h++)
+                    for (int b = 0; b < 4; b++) {
+                        const uint32_t bit = 1u << (4 * r + b);
+                        words[2 * k + h] = (words[2 * k + h] & ~bit) | (((fq >> (16 * h + 4 * k + b)) & 1u) ? bit : 0);
+                    }
+            memcpy(dqh, words, sizeof words);
+        }
     }
 }
 
@@ -119,11 +136,19 @@ void cpu_quantize_q8_0u(const float *x, void *dst, int64_t n) {
     }
 }
 
-static void pack_q8_0x8(const uint8_t *w, size_t s, int64_t i, void *d) { cpu_pack_legacy_x8(NIB_TYPE_Q8_0, w, s, i, d); }
-static void pack_q4_0x8(const uint8_t *w, size_t s, int64_t i, void *d) { cpu_pack_legacy_x8(NIB_TYPE_Q4_0, w, s, i, d); }
-static void pack_q5_0x8(const uint8_t *w, size_t s, int64_t i, void *d) { cpu_pack_legacy_x8(NIB_TYPE_Q5_0, w, s, i, d); }
-static void pack_q4_1x8(const uint8_t *w, size_t s, int64_t i, void *d) { cpu_pack_legacy_x8(NIB_TYPE_Q4_1, w, s, i, d); }
-static void pack_q5_1x8(const uint8_t *w, size_t s, int64_t i, void *d) { cpu_pack_legacy_x8(NIB_TYPE_Q5_1, w, s, i, d); }
+#define PACKER(name, type, order)                                           \
+    static void name(const uint8_t *w, size_t s, int64_t i, void *d) {      \
+        cpu_pack_legacy_x8(type, w, s, i, order, d);                        \
+    }
+PACKER(pack_q8_0x8, NIB_TYPE_Q8_0, Q4_KX8_PAIRS)
+PACKER(pack_q4_0x8, NIB_TYPE_Q4_0, Q4_KX8_PAIRS)
+PACKER(pack_q5_0x8, NIB_TYPE_Q5_0, Q4_KX8_PAIRS)
+PACKER(pack_q4_1x8, NIB_TYPE_Q4_1, Q4_KX8_PAIRS)
+PACKER(pack_q5_1x8, NIB_TYPE_Q5_1, Q4_KX8_PAIRS)
+PACKER(pack_q4_0x8_quads, NIB_TYPE_Q4_0, Q4_KX8_QUADS)
+PACKER(pack_q5_0x8_quads, NIB_TYPE_Q5_0, Q4_KX8_QUADS)
+PACKER(pack_q4_1x8_quads, NIB_TYPE_Q4_1, Q4_KX8_QUADS)
+PACKER(pack_q5_1x8_quads, NIB_TYPE_Q5_1, Q4_KX8_QUADS)
 
 static void pack_q4_Kx8_quads(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
     cpu_pack_q4_Kx8(w, w_stride, i, Q4_KX8_QUADS, dst);
@@ -144,6 +169,14 @@ static const cpu_packed pack_rows[] = {
      cpu_dot_q4_0x8_q8_0s_avx512, cpu_quantize_q8_0s, sizeof(block_q8_0s), 32},
     {NIB_TYPE_Q5_0, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q5_0x8), pack_q5_0x8,
      cpu_dot_q5_0x8_q8_0s_avx512, cpu_quantize_q8_0s, sizeof(block_q8_0s), 32},
+    {NIB_TYPE_Q4_0, NIB_SIMD_AVX2, Q4_KX8_ROWS, 32, sizeof(block_q4_0x8), pack_q4_0x8_quads,
+     cpu_dot_q4_0x8_q8_0s_avx2, cpu_quantize_q8_0s, sizeof(block_q8_0s), 32},
+    {NIB_TYPE_Q5_0, NIB_SIMD_AVX2, Q4_KX8_ROWS, 32, sizeof(block_q5_0x8), pack_q5_0x8_quads,
+     cpu_dot_q5_0x8_q8_0s_avx2, cpu_quantize_q8_0s, sizeof(block_q8_0s), 32},
+    {NIB_TYPE_Q4_1, NIB_SIMD_AVX2, Q4_KX8_ROWS, 32, sizeof(block_q4_1x8), pack_q4_1x8_quads,
+     cpu_dot_q4_1x8_q8_1_avx2, NULL, 0, 0},
+    {NIB_TYPE_Q5_1, NIB_SIMD_AVX2, Q4_KX8_ROWS, 32, sizeof(block_q5_1x8), pack_q5_1x8_quads,
+     cpu_dot_q5_1x8_q8_1_avx2, NULL, 0, 0},
     {NIB_TYPE_Q8_0, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q8_0x8), pack_q8_0x8,
      cpu_dot_q8_0x8_q8_0u_avx512, cpu_quantize_q8_0u, sizeof(block_q8_0u), 32},
     {NIB_TYPE_Q4_1, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q4_1x8), pack_q4_1x8,

@@ -58,13 +58,20 @@ void cpu_pack_q4_Kx8(const uint8_t *w, size_t w_stride, int64_t i, q4_Kx8_order 
 
 /* ---- the 32-element formats: Q4_0, Q5_0, Q4_1, Q5_1, 8 rows a block --------
  * One 32-element block of 8 consecutive rows: each row's scales, and the
- * quants in the order of Q4_KX8_PAIRS: qs[p][8r + i] is the file's qs[8p + i]
- * of row r (low nibble element 8p + i, high nibble element 16 + 8p + i), so
- * a 512-bit register p holds 8 elements of each row and a token's matching
- * activation bytes are 8 contiguous ones. The fifth bits (Q5_0, Q5_1): qh[b][r]
- * is byte b of row r's qh, bit i of it element 8b + i's; read as a 64-bit
- * mask, qh[p] lines up bit for byte with the low nibbles of register p and
- * qh[2 + p] with its high nibbles. Same bytes as the rows they replace. */
+ * quants in one of two orders (the file's qs byte j of a row holds element j
+ * in its low nibble and 16 + j in its high one):
+ *  - Q4_KX8_PAIRS (AVX-512): the 128 bytes of qs are qs[p][8r + i] = the
+ *    file's qs[8p + i] of row r, so a 512-bit register p holds 8 bytes of
+ *    each row and a token's matching activation bytes are 8 contiguous ones.
+ *    The fifth bits (Q5_0, Q5_1): qh[b][r] is byte b of row r's qh (bit i:
+ *    element 8b + i); read as a 64-bit mask, qh[p] lines up bit for byte
+ *    with the low nibbles of register p and qh[2 + p] with its high ones.
+ *  - Q4_KX8_QUADS (AVX2): qs byte 32k + 4r + b = the file's qs[4k + b] of
+ *    row r (a 256-bit register k: 4 bytes of each row, one 32-bit
+ *    activation broadcast); the fifth bits as 8 little-endian 32-bit words,
+ *    word 2k + h's bit 4r + b the fifth bit of element 16h + 4k + b of row r
+ *    (bit for byte with register k's low (h = 0) or high (h = 1) nibbles).
+ * Same bytes as the rows they replace. */
 typedef struct { nib_half d[Q4_KX8_ROWS]; uint8_t qs[2][8 * Q4_KX8_ROWS]; } block_q4_0x8;
 typedef struct { nib_half d[Q4_KX8_ROWS]; uint8_t qh[4][Q4_KX8_ROWS]; uint8_t qs[2][8 * Q4_KX8_ROWS]; } block_q5_0x8;
 typedef struct { nib_half d[Q4_KX8_ROWS], m[Q4_KX8_ROWS]; uint8_t qs[2][8 * Q4_KX8_ROWS]; } block_q4_1x8;
@@ -97,8 +104,9 @@ void cpu_quantize_q8_0u(const float *x, void *dst, int64_t n);
 typedef struct { nib_half d; int16_t sum; int8_t qs[32]; } block_q8_0s;
 NIB_STATIC_ASSERT(sizeof(block_q8_0s) == 36, "block_q8_0s size");
 
-/* Packs block i of the 8 rows of a 32-element format starting at w. */
-void cpu_pack_legacy_x8(nib_type t, const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+/* Packs block i of the 8 rows of a 32-element format starting at w (Q8_0:
+ * PAIRS only). */
+void cpu_pack_legacy_x8(nib_type t, const uint8_t *w, size_t w_stride, int64_t i, q4_Kx8_order order, void *dst);
 /* X (n floats, whole blocks) to block_q8_0s. */
 void cpu_quantize_q8_0s(const float *x, void *dst, int64_t n);
 

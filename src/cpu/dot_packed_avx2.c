@@ -1,0 +1,197 @@
+/* AVX2 kernels of the packed weight layouts (cpu/repack.h), in the byte
+ * order Q4_KX8_QUADS: a 256-bit register holds 4 consecutive elements of
+ * each of 8 rows, all against the same 4 activation bytes (one 32-bit
+ * broadcast), so one maddubs serves 8 rows and a register's lanes are the
+ * rows themselves. dot_packed_avx512.c has the AVX-512 kernels and says more.
+ *
+ * Each kernel takes 1 to 4 tokens a call (cpu_packed_dot_fn); a (row,
+ * token)'s operations do not depend on how many. Integer sums exact, float
+ * sums reassociated; tests/test_cpu.c checks them against float64.
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "cpu/cpu_internal.h"
+#include "cpu/kquant_scales.h"
+#include "cpu/repack.h"
+#include "cpu/simd_avx2.h"
+#include "quant/blocks.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#define NT_MAX 4
+
+static ALWAYS_INLINE const block_q8_K *act_block(const void *a, size_t a_stride, int t, int64_t i) {
+    return (const block_q8_K *)((const uint8_t *)a + (size_t)t * a_stride) + i;
+}
+
+/* ---- Q4_K, 8 rows interleaved (cpu/repack.h) --------------------------------------
+ * Per sub-block and token: 8 maddubs of a register of 8 rows x 4 elements
+ * by the token's 4 activation bytes broadcast, added in int16 (16 products
+ * of at most 15 * 128 a lane: 30,720, no overflow), then one madd with the 8
+ * rows' scales as int16 pairs. Against the file layout's dot (one maddubs
+ * and one madd per 32 elements of one row and token) that is half the
+ * multiplies. The minimums: 4 madds of the rows' (m_2p, m_2p+1) pairs with
+ * the token's pair of 32-element activation sums. A (row, token)'s
+ * operations do not depend on nt: any batch gives it the same bits. */
+static ALWAYS_INLINE void q4_Kx8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride,
+                                     float *out) {
+    const block_q4_Kx8 *x = (const block_q4_Kx8 *)p;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[NT_MAX], acc_m[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps(), acc_m[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, x++) {
+        __m256i sumi[NT_MAX];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
+        for (int j = 0; j < 8; j++) {
+            const __m128i s8 = _mm_loadl_epi64((const __m128i *)x->sc[j]);
+            const __m256i sc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s8, s8)); /* (sc_r, sc_r) a row */
+            __m256i s16[NT_MAX];
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) s16[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                const __m256i bits = _mm256_loadu_si256((const __m256i *)(x->qs[j] + 32 * k)); /* Q4_KX8_QUADS */
+                const __m256i lo = _mm256_and_si256(bits, m4);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+#pragma GCC unroll 4
+                for (int t = 0; t < nt; t++) {
+                    const int8_t *yq = act_block(a, a_stride, t, i)->qs + 32 * j + 4 * k;
+                    int32_t y0, y1;
+                    memcpy(&y0, yq, 4), memcpy(&y1, yq + 16, 4);
+                    s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(y0)));
+                    s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(y1)));
+                }
+            }
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(s16[t], sc));
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));
+        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->dmin));
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_K *y = act_block(a, a_stride, t, i);
+            const __m256i bs = _mm256_castsi128_si256(kq_bsums32(y)); /* 8 sums of 32, int16 */
+            __m256i ms = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                const __m256i m = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)x->m[q]));
+                ms = _mm256_add_epi32(ms, _mm256_madd_epi16(m, _mm256_permutevar8x32_epi32(bs, _mm256_set1_epi32(q))));
+            }
+            const __m256 dy = _mm256_set1_ps(y->d);
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, dy), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+            acc_m[t] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, dy), _mm256_cvtepi32_ps(ms), acc_m[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm256_sub_ps(acc[t], acc_m[t]));
+}
+
+void cpu_dot_q4_Kx8_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {
+    switch (nt) {
+    case 1: q4_Kx8_dot(1, n, p, a, a_stride, out); break;
+    case 2: q4_Kx8_dot(2, n, p, a, a_stride, out); break;
+    case 3: q4_Kx8_dot(3, n, p, a, a_stride, out); break;
+    default: q4_Kx8_dot(4, n, p, a, a_stride, out); break;
+    }
+}
+
+/* ---- Q4_0, Q5_0, Q4_1, Q5_1, 8 rows a 32-element block ---------------------------
+ * Register k (k = 0..3) holds the file's qs bytes 4k..4k+3 of every row: low
+ * nibbles elements 4k.., high nibbles 16 + 4k..; the fifth bits expand from
+ * one 32-bit word a register half (a byte shuffle, a bit test, an and).
+ * maddubs of the unsigned codes with the token's 4 bytes broadcast; the
+ * int16 pairs stay below 2^15: Q4 all 8 registers' (8 * 2 * 15 * 128 =
+ * 30,720), Q5 4 at a time (4 * 2 * 31 * 128 = 31,744), then one madd with
+ * ones each. The offset (Q4_0 8, Q5_0 16) comes off as offset * sum(y) once
+ * a block and token (block_q8_0s); Q4_1/Q5_1 add m * s. */
+typedef enum { LX_Q4_0, LX_Q5_0, LX_Q4_1, LX_Q5_1 } lx_fmt;
+
+/* bit i of w as 0x10 in byte i, 0 elsewhere */
+static ALWAYS_INLINE __m256i fifth_bits(uint32_t w) {
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)w), shuf), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(0x10));
+}
+
+static ALWAYS_INLINE void legacy_x8_dot(lx_fmt f, int nt, int64_t n, const void *p, const void *a, size_t a_stride,
+                                        float *out) {
+    const bool has_min = f == LX_Q4_1 || f == LX_Q5_1, has_qh = f == LX_Q5_0 || f == LX_Q5_1;
+    const int off = f == LX_Q4_0 ? 8 : 16;
+    const size_t bb = f == LX_Q4_0   ? sizeof(block_q4_0x8)
+                      : f == LX_Q5_0 ? sizeof(block_q5_0x8)
+                      : f == LX_Q4_1 ? sizeof(block_q4_1x8)
+                                     : sizeof(block_q5_1x8);
+    const size_t ab = has_min ? sizeof(block_q8_1) : sizeof(block_q8_0s);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    __m256 acc[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    const uint8_t *x = (const uint8_t *)p;
+    for (int64_t i = 0; i < n / 32; i++, x += bb) {
+        /* the fields, in the order of every block_*x8: d[8], m[8], qh (32 bytes), qs (128) */
+        const uint8_t *qh = x + (has_min ? 32 : 16);
+        const uint8_t *qs = qh + (has_qh ? 32 : 0);
+        uint32_t hw[8];
+        if (has_qh) memcpy(hw, qh, sizeof hw);
+        __m256i q[4][2]; /* [register][low, high nibbles] */
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const __m256i bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * k));
+            q[k][0] = _mm256_and_si256(bits, m4);
+            q[k][1] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+            if (has_qh) {
+                q[k][0] = _mm256_or_si256(q[k][0], fifth_bits(hw[2 * k]));
+                q[k][1] = _mm256_or_si256(q[k][1], fifth_bits(hw[2 * k + 1]));
+            }
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x));
+        const __m256 mw = has_min ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + 16))) : _mm256_setzero_ps();
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const uint8_t *yb = (const uint8_t *)a + (size_t)t * a_stride + (size_t)i * ab;
+            const int8_t *yq = has_min ? ((const block_q8_1 *)yb)->qs : ((const block_q8_0s *)yb)->qs;
+            int32_t y[8];
+            memcpy(y, yq, sizeof y);
+            __m256i s[2];
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                s[h] = _mm256_maddubs_epi16(q[0][h], _mm256_set1_epi32(y[4 * h]));
+#pragma GCC unroll 3
+                for (int k = 1; k < 4; k++)
+                    s[h] = _mm256_add_epi16(s[h], _mm256_maddubs_epi16(q[k][h], _mm256_set1_epi32(y[4 * h + k])));
+            }
+            __m256i v = has_qh ? _mm256_add_epi32(_mm256_madd_epi16(s[0], ones), _mm256_madd_epi16(s[1], ones))
+                               : _mm256_madd_epi16(_mm256_add_epi16(s[0], s[1]), ones);
+            float dy;
+            if (has_min) {
+                const block_q8_1 *y1 = (const block_q8_1 *)yb;
+                dy = simd_fp16_to_f32(y1->d);
+                acc[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(simd_fp16_to_f32(y1->s)), acc[t]);
+            } else {
+                const block_q8_0s *y0 = (const block_q8_0s *)yb;
+                dy = simd_fp16_to_f32(y0->d);
+                v = _mm256_sub_epi32(v, _mm256_set1_epi32(off * y0->sum));
+            }
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dy)), _mm256_cvtepi32_ps(v), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, acc[t]);
+}
+
+#define LEGACY_X8_ENTRY(name, fmt)                                                                       \
+    void name(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {            \
+        switch (nt) {                                                                                    \
+        case 1: legacy_x8_dot(fmt, 1, n, p, a, a_stride, out); break;                                    \
+        case 2: legacy_x8_dot(fmt, 2, n, p, a, a_stride, out); break;                                    \
+        case 3: legacy_x8_dot(fmt, 3, n, p, a, a_stride, out); break;                                    \
+        default: legacy_x8_dot(fmt, 4, n, p, a, a_stride, out); break;                                   \
+        }                                                                                                \
+    }
+LEGACY_X8_ENTRY(cpu_dot_q4_0x8_q8_0s_avx2, LX_Q4_0)
+LEGACY_X8_ENTRY(cpu_dot_q5_0x8_q8_0s_avx2, LX_Q5_0)
+LEGACY_X8_ENTRY(cpu_dot_q4_1x8_q8_1_avx2, LX_Q4_1)
+LEGACY_X8_ENTRY(cpu_dot_q5_1x8_q8_1_avx2, LX_Q5_1)
