@@ -29,14 +29,22 @@ void cpu_pack_q4_Kx8(const uint8_t *w, size_t w_stride, int64_t i, q4_Kx8_order 
         dst->d[r] = x->d, dst->dmin[r] = x->dmin;
         for (int j = 0; j < 8; j++) unpack_scale_min(x->scales, j, &dst->sc[j][r], &dst->m[j / 2][r][j % 2]);
         for (int j = 0; j < 8; j++) {
-            /* sub-block j: the low (j even) or high (j odd) nibbles of qs[32 (j/2) ..] */
+            /* sub-block j: the low (j even) or high (j odd) nibbles of
+             * qs[32 (j/2) ..]; 8 output bytes (quads k = 2h, 2h + 1) at a time,
+             * little-endian as every CPU with these kernels */
             const uint8_t *q = x->qs + 32 * (j / 2);
             const int sh = 4 * (j % 2);
-            for (int k = 0; k < 4; k++)
-                for (int e = 0; e < 4; e++) {
-                    const uint8_t lo = (q[4 * k + e] >> sh) & 0x0F, hi = (q[16 + 4 * k + e] >> sh) & 0x0F;
-                    dst->qs[j][q4_Kx8_qs_byte(order, k, r, e)] = (uint8_t)(lo | (hi << 4));
+            for (int h = 0; h < 2; h++) {
+                uint64_t lo, hi;
+                memcpy(&lo, q + 8 * h, 8), memcpy(&hi, q + 16 + 8 * h, 8);
+                const uint64_t v = ((lo >> sh) & 0x0F0F0F0F0F0F0F0Full) | (((hi >> sh) & 0x0F0F0F0F0F0F0F0Full) << 4);
+                if (order == Q4_KX8_PAIRS) {
+                    memcpy(&dst->qs[j][q4_Kx8_qs_byte(order, 2 * h, r, 0)], &v, 8);
+                } else {
+                    memcpy(&dst->qs[j][q4_Kx8_qs_byte(order, 2 * h, r, 0)], &v, 4);
+                    memcpy(&dst->qs[j][q4_Kx8_qs_byte(order, 2 * h + 1, r, 0)], (const uint8_t *)&v + 4, 4);
                 }
+            }
         }
     }
 }
@@ -73,7 +81,7 @@ void cpu_pack_legacy_x8(nib_type t, const uint8_t *w, size_t w_stride, int64_t i
             const block_q8_0 *b = (const block_q8_0 *)row + i;
             block_q8_0x8 *o = dst;
             o->d[r] = b->d;
-            for (int j = 0; j < 32; j++) o->qs[j / 8][8 * r + j % 8] = b->qs[j];
+            for (int p = 0; p < 4; p++) memcpy(&o->qs[p][8 * r], b->qs + 8 * p, 8);
             continue;
         }
         case NIB_TYPE_Q5_1: {
@@ -89,11 +97,11 @@ void cpu_pack_legacy_x8(nib_type t, const uint8_t *w, size_t w_stride, int64_t i
         if (order == Q4_KX8_PAIRS) {
             if (qh)
                 for (int b = 0; b < 4; b++) dqh[b][r] = qh[b];
-            for (int j = 0; j < 16; j++) dqs[j / 8][8 * r + j % 8] = qs[j];
+            memcpy(&dqs[0][8 * r], qs, 8), memcpy(&dqs[1][8 * r], qs + 8, 8);
             continue;
         }
         uint8_t *flat = &dqs[0][0];
-        for (int j = 0; j < 16; j++) flat[32 * (j / 4) + 4 * r + j % 4] = qs[j];
+        for (int k = 0; k < 4; k++) memcpy(flat + 32 * k + 4 * r, qs + 4 * k, 4);
         if (qh) {
             uint32_t fq, words[8];
             memcpy(&fq, qh, 4);
