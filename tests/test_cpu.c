@@ -759,6 +759,35 @@ static void test_repack_q4_K_layout(void) {
         CHECK(bad == 0, "Q4_Kx8 %s: %d of 8 rows decode differently from the file layout", names[o], bad);
     }
     free(W), free(P);
+
+    /* Q5_K: the same, and each element's fifth bit from qh[j][p][h] byte r,
+     * bit e % 8, where e = 16h + 8p + (e % 8) within sub-block j */
+    const size_t rb5 = row_bytes(NIB_TYPE_Q5_K, n);
+    uint8_t *W5 = malloc(rb5 * Q4_KX8_ROWS);
+    block_q5_Kx8 *P5 = malloc(sizeof *P5 * (size_t)nb);
+    for (int r = 0; r < Q4_KX8_ROWS; r++) random_blocks(NIB_TYPE_Q5_K, W5 + r * rb5, n);
+    memset(P5, 0x5A, sizeof *P5 * (size_t)nb);
+    for (int64_t i = 0; i < nb; i++) cpu_pack_q5_Kx8(W5, rb5, i, P5 + i);
+    int bad5 = 0;
+    for (int r = 0; r < Q4_KX8_ROWS; r++) {
+        tr(NIB_TYPE_Q5_K)->dequantize(W5 + r * rb5, ref, n);
+        poison(got, n);
+        for (int64_t i = 0; i < nb; i++)
+            for (int j = 0; j < 8; j++) {
+                const float d1 = nib_fp16_to_f32(P5[i].d[r]) * (float)P5[i].sc[j][r];
+                const float m1 = nib_fp16_to_f32(P5[i].dmin[r]) * (float)P5[i].m[j / 2][r][j % 2];
+                for (int e = 0; e < 32; e++) {
+                    const int k = (e / 4) % 4, b = e % 4;
+                    const uint8_t byte = P5[i].qs[j][64 * (k / 2) + 8 * r + 4 * (k % 2) + b];
+                    int q = e < 16 ? byte & 0x0F : byte >> 4;
+                    q |= ((P5[i].qh[j][(e % 16) / 8][e / 16][r] >> (e % 8)) & 1) << 4;
+                    got[QK_K * i + 32 * j + e] = d1 * (float)q - m1;
+                }
+            }
+        bad5 += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
+    }
+    CHECK(bad5 == 0, "Q5_Kx8: %d of 8 rows decode differently from the file layout", bad5);
+    free(W5), free(P5);
 }
 
 /* The 32-element formats' packed blocks, decoded as repack.h describes them,
@@ -860,7 +889,7 @@ static void test_repack_legacy_layout(void) {
  * 1 and 3 threads, several batch sizes; and each token's outputs the same
  * bits alone, in any batch and with any thread count. */
 static void test_matmul_packed(void) {
-    static const nib_type types[] = {NIB_TYPE_Q4_K, NIB_TYPE_Q4_0, NIB_TYPE_Q5_0,
+    static const nib_type types[] = {NIB_TYPE_Q4_K, NIB_TYPE_Q5_K, NIB_TYPE_Q4_0, NIB_TYPE_Q5_0,
                                      NIB_TYPE_Q4_1, NIB_TYPE_Q5_1, NIB_TYPE_Q8_0};
     int tested = 0;
     nib_error err;

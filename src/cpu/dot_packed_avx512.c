@@ -37,11 +37,21 @@ static ALWAYS_INLINE const block_q8_K *act_block(const void *a, size_t a_stride,
  * does as many vpdpbusd per element; what the layout removes is the per-row
  * work around them (a pack and a vpdpwssd per row and token for every two
  * sub-blocks, the scales' permutes per row). A (row, token)'s operations do
- * not depend on nt. */
-static ALWAYS_INLINE void q4_Kx8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride,
-                                     float *out) {
-    const block_q4_Kx8 *x = (const block_q4_Kx8 *)p;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
+ * not depend on nt.
+ *
+ * Q5_K (five): the same with the fifth bits added as masked byte adds
+ * (block_q5_Kx8's qh masks); its lanes reach 16 * 31 * 128, too many for
+ * int16, so each sub-block's low-nibble and high-nibble halves (8 products
+ * a lane) pack separately and meet that sub-block's scales alone. */
+static ALWAYS_INLINE void q45_Kx8_dot(bool five, int nt, int64_t n, const void *p, const void *a, size_t a_stride,
+                                      float *out) {
+    /* block_q4_Kx8 and block_q5_Kx8 share d, dmin, sc and m; then qh (Q5_K), qs */
+    const size_t bb = five ? sizeof(block_q5_Kx8) : sizeof(block_q4_Kx8);
+    const __m512i m4 = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(0x10);
+    short sidx1[2][32];
+    for (int s = 0; s < 2; s++)
+        for (int w = 0; w < 32; w++) sidx1[s][w] = (short)(8 * s + 2 * (w / 8) + (w / 2) % 2);
+    const __m512i sc_idx1[2] = {_mm512_loadu_si512((const void *)sidx1[0]), _mm512_loadu_si512((const void *)sidx1[1])};
     /* the 16 scales of sub-blocks (j, j+1), sc[j][0..7] then sc[j+1][0..7]
      * as int16, to the words of packs(s_j, s_j+1): word w of 128-bit lane L
      * is sub-block j + w / 4, row 2L + (w / 2) % 2 */
@@ -53,21 +63,33 @@ static ALWAYS_INLINE void q4_Kx8_dot(int nt, int64_t n, const void *p, const voi
     __m256 acc_m[NT_MAX];
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps(), acc_m[t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++, x++) {
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const block_q4_Kx8 *x = (const block_q4_Kx8 *)((const uint8_t *)p + (size_t)i * bb);
+        const block_q5_Kx8 *x5 = (const block_q5_Kx8 *)x;
+        const uint8_t(*qs)[16 * Q4_KX8_ROWS] = five ? x5->qs : x->qs;
         __m512i sumi[NT_MAX];
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) sumi[t] = _mm512_setzero_si512();
         for (int j = 0; j < 8; j += 2) {
             const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)x->sc[j]));
             const __m512i scw = _mm512_permutexvar_epi16(sc_idx, _mm512_castsi256_si512(sc16));
+            __m512i scw1[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+            if (five)
+                for (int s = 0; s < 2; s++) scw1[s] = _mm512_permutexvar_epi16(sc_idx1[s], _mm512_castsi256_si512(sc16));
             __m512i lo[2][2], hi[2][2];
 #pragma GCC unroll 2
             for (int s = 0; s < 2; s++)
 #pragma GCC unroll 2
                 for (int q = 0; q < 2; q++) {
-                    const __m512i bits = _mm512_loadu_si512((const void *)(x->qs[j + s] + 64 * q));
+                    const __m512i bits = _mm512_loadu_si512((const void *)(qs[j + s] + 64 * q));
                     lo[s][q] = _mm512_and_si512(bits, m4);
                     hi[s][q] = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
+                    if (five) {
+                        uint64_t ml, mh;
+                        memcpy(&ml, x5->qh[j + s][q][0], 8), memcpy(&mh, x5->qh[j + s][q][1], 8);
+                        lo[s][q] = _mm512_mask_add_epi8(lo[s][q], _cvtu64_mask64(ml), lo[s][q], c16);
+                        hi[s][q] = _mm512_mask_add_epi8(hi[s][q], _cvtu64_mask64(mh), hi[s][q], c16);
+                    }
                 }
 #pragma GCC unroll 4
             for (int t = 0; t < nt; t++) {
@@ -79,10 +101,16 @@ static ALWAYS_INLINE void q4_Kx8_dot(int nt, int64_t n, const void *p, const voi
                     memcpy(y, yq + 32 * s, sizeof y);
                     __m512i v = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[s][0], _mm512_set1_epi64(y[0]));
                     v = _mm512_dpbusd_epi32(v, lo[s][1], _mm512_set1_epi64(y[1]));
+                    if (five) {
+                        __m512i u = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi[s][0], _mm512_set1_epi64(y[2]));
+                        u = _mm512_dpbusd_epi32(u, hi[s][1], _mm512_set1_epi64(y[3]));
+                        sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_packs_epi32(v, u), scw1[s]);
+                        continue;
+                    }
                     v = _mm512_dpbusd_epi32(v, hi[s][0], _mm512_set1_epi64(y[2]));
                     sj[s] = _mm512_dpbusd_epi32(v, hi[s][1], _mm512_set1_epi64(y[3]));
                 }
-                sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_packs_epi32(sj[0], sj[1]), scw);
+                if (!five) sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_packs_epi32(sj[0], sj[1]), scw);
             }
         }
         const __m512 d = _mm512_permutexvar_ps(row_of_lane,
@@ -114,10 +142,19 @@ static ALWAYS_INLINE void q4_Kx8_dot(int nt, int64_t n, const void *p, const voi
 
 void cpu_dot_q4_Kx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {
     switch (nt) {
-    case 1: q4_Kx8_dot(1, n, p, a, a_stride, out); break;
-    case 2: q4_Kx8_dot(2, n, p, a, a_stride, out); break;
-    case 3: q4_Kx8_dot(3, n, p, a, a_stride, out); break;
-    default: q4_Kx8_dot(4, n, p, a, a_stride, out); break;
+    case 1: q45_Kx8_dot(false, 1, n, p, a, a_stride, out); break;
+    case 2: q45_Kx8_dot(false, 2, n, p, a, a_stride, out); break;
+    case 3: q45_Kx8_dot(false, 3, n, p, a, a_stride, out); break;
+    default: q45_Kx8_dot(false, 4, n, p, a, a_stride, out); break;
+    }
+}
+
+void cpu_dot_q5_Kx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {
+    switch (nt) {
+    case 1: q45_Kx8_dot(true, 1, n, p, a, a_stride, out); break;
+    case 2: q45_Kx8_dot(true, 2, n, p, a, a_stride, out); break;
+    case 3: q45_Kx8_dot(true, 3, n, p, a, a_stride, out); break;
+    default: q45_Kx8_dot(true, 4, n, p, a, a_stride, out); break;
     }
 }
 

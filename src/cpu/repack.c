@@ -20,32 +20,53 @@ static void unpack_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *m) {
     }
 }
 
-/* Q4_K: the scales and minimums unpacked to bytes,
- * the quants regrouped per repack.h. Row r's super-block i is at
- * w + r * w_stride + i * 144. */
+/* One row r of a Q4_K/Q5_K group: d, dmin, scales and minimums, and the
+ * low four bits of the quants (qs, the same layout in both formats). */
+static void pack_k_row(nib_half d, nib_half dmin, const uint8_t *scales, const uint8_t *qsrc, int r, q4_Kx8_order order,
+                       block_q4_Kx8 *hdr, uint8_t (*qs)[16 * Q4_KX8_ROWS]) {
+    hdr->d[r] = d, hdr->dmin[r] = dmin;
+    for (int j = 0; j < 8; j++) unpack_scale_min(scales, j, &hdr->sc[j][r], &hdr->m[j / 2][r][j % 2]);
+    for (int j = 0; j < 8; j++) {
+        /* sub-block j: the low (j even) or high (j odd) nibbles of
+         * qs[32 (j/2) ..]; 8 output bytes (quads k = 2h, 2h + 1) at a time,
+         * little-endian as every CPU with these kernels */
+        const uint8_t *q = qsrc + 32 * (j / 2);
+        const int sh = 4 * (j % 2);
+        for (int h = 0; h < 2; h++) {
+            uint64_t lo, hi;
+            memcpy(&lo, q + 8 * h, 8), memcpy(&hi, q + 16 + 8 * h, 8);
+            const uint64_t v = ((lo >> sh) & 0x0F0F0F0F0F0F0F0Full) | (((hi >> sh) & 0x0F0F0F0F0F0F0F0Full) << 4);
+            if (order == Q4_KX8_PAIRS) {
+                memcpy(&qs[j][q4_Kx8_qs_byte(order, 2 * h, r, 0)], &v, 8);
+            } else {
+                memcpy(&qs[j][q4_Kx8_qs_byte(order, 2 * h, r, 0)], &v, 4);
+                memcpy(&qs[j][q4_Kx8_qs_byte(order, 2 * h + 1, r, 0)], (const uint8_t *)&v + 4, 4);
+            }
+        }
+    }
+}
+
+/* Row r's super-block i is at w + r * w_stride + i * 144. */
 void cpu_pack_q4_Kx8(const uint8_t *w, size_t w_stride, int64_t i, q4_Kx8_order order, block_q4_Kx8 *dst) {
     for (int r = 0; r < Q4_KX8_ROWS; r++) {
         const block_q4_K *x = (const block_q4_K *)(w + (size_t)r * w_stride) + i;
-        dst->d[r] = x->d, dst->dmin[r] = x->dmin;
-        for (int j = 0; j < 8; j++) unpack_scale_min(x->scales, j, &dst->sc[j][r], &dst->m[j / 2][r][j % 2]);
-        for (int j = 0; j < 8; j++) {
-            /* sub-block j: the low (j even) or high (j odd) nibbles of
-             * qs[32 (j/2) ..]; 8 output bytes (quads k = 2h, 2h + 1) at a time,
-             * little-endian as every CPU with these kernels */
-            const uint8_t *q = x->qs + 32 * (j / 2);
-            const int sh = 4 * (j % 2);
-            for (int h = 0; h < 2; h++) {
-                uint64_t lo, hi;
-                memcpy(&lo, q + 8 * h, 8), memcpy(&hi, q + 16 + 8 * h, 8);
-                const uint64_t v = ((lo >> sh) & 0x0F0F0F0F0F0F0F0Full) | (((hi >> sh) & 0x0F0F0F0F0F0F0F0Full) << 4);
-                if (order == Q4_KX8_PAIRS) {
-                    memcpy(&dst->qs[j][q4_Kx8_qs_byte(order, 2 * h, r, 0)], &v, 8);
-                } else {
-                    memcpy(&dst->qs[j][q4_Kx8_qs_byte(order, 2 * h, r, 0)], &v, 4);
-                    memcpy(&dst->qs[j][q4_Kx8_qs_byte(order, 2 * h + 1, r, 0)], (const uint8_t *)&v + 4, 4);
+        pack_k_row(x->d, x->dmin, x->scales, x->qs, r, order, dst, dst->qs);
+    }
+}
+
+/* Q5_K: as Q4_K (PAIRS), and the fifth bits (bit j of the file's qh[l] is
+ * element l of sub-block j) regrouped into the masks of repack.h. */
+void cpu_pack_q5_Kx8(const uint8_t *w, size_t w_stride, int64_t i, block_q5_Kx8 *dst) {
+    for (int r = 0; r < Q4_KX8_ROWS; r++) {
+        const block_q5_K *x = (const block_q5_K *)(w + (size_t)r * w_stride) + i;
+        pack_k_row(x->d, x->dmin, x->scales, x->qs, r, Q4_KX8_PAIRS, (block_q4_Kx8 *)dst, dst->qs);
+        for (int j = 0; j < 8; j++)
+            for (int p = 0; p < 2; p++)
+                for (int h = 0; h < 2; h++) {
+                    uint8_t b = 0;
+                    for (int e = 0; e < 8; e++) b |= (uint8_t)(((x->qh[16 * h + 8 * p + e] >> j) & 1) << e);
+                    dst->qh[j][p][h][r] = b;
                 }
-            }
-        }
     }
 }
 
@@ -158,6 +179,9 @@ PACKER(pack_q5_0x8_quads, NIB_TYPE_Q5_0, Q4_KX8_QUADS)
 PACKER(pack_q4_1x8_quads, NIB_TYPE_Q4_1, Q4_KX8_QUADS)
 PACKER(pack_q5_1x8_quads, NIB_TYPE_Q5_1, Q4_KX8_QUADS)
 
+static void pack_q5_Kx8(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
+    cpu_pack_q5_Kx8(w, w_stride, i, dst);
+}
 static void pack_q4_Kx8_quads(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
     cpu_pack_q4_Kx8(w, w_stride, i, Q4_KX8_QUADS, dst);
 }
@@ -173,6 +197,8 @@ static const cpu_packed pack_rows[] = {
     {NIB_TYPE_Q4_K, NIB_SIMD_AVX2, Q4_KX8_ROWS, QK_K, sizeof(block_q4_Kx8), pack_q4_Kx8_quads, cpu_dot_q4_Kx8_q8_K_avx2, NULL, 0, 0},
     {NIB_TYPE_Q4_K, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, QK_K, sizeof(block_q4_Kx8), pack_q4_Kx8_pairs,
      cpu_dot_q4_Kx8_q8_K_avx512, NULL, 0, 0},
+    {NIB_TYPE_Q5_K, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, QK_K, sizeof(block_q5_Kx8), pack_q5_Kx8,
+     cpu_dot_q5_Kx8_q8_K_avx512, NULL, 0, 0},
     {NIB_TYPE_Q4_0, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q4_0x8), pack_q4_0x8,
      cpu_dot_q4_0x8_q8_0s_avx512, cpu_quantize_q8_0s, sizeof(block_q8_0s), 32},
     {NIB_TYPE_Q5_0, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q5_0x8), pack_q5_0x8,

@@ -47,6 +47,20 @@ NIB_STATIC_ASSERT(sizeof(block_q4_Kx8) == 1184, "block_q4_Kx8 size");
 
 typedef enum { Q4_KX8_QUADS, Q4_KX8_PAIRS } q4_Kx8_order;
 
+/* Q5_K, 8 rows (PAIRS only): block_q4_Kx8's fields and the fifth bits as
+ * 64-bit masks, qh[j][p][h] byte r bit i = the fifth bit of element
+ * 16h + 8p + i of row r's sub-block j: bit for byte with the low (h = 0) or
+ * high (h = 1) nibbles of register p of sub-block j. */
+typedef struct {
+    nib_half d[Q4_KX8_ROWS], dmin[Q4_KX8_ROWS];
+    uint8_t sc[8][Q4_KX8_ROWS];
+    uint8_t m[4][Q4_KX8_ROWS][2];
+    uint8_t qh[8][2][2][Q4_KX8_ROWS];
+    uint8_t qs[8][16 * Q4_KX8_ROWS];
+} block_q5_Kx8;
+NIB_STATIC_ASSERT(sizeof(block_q5_Kx8) == 1440, "block_q5_Kx8 size"); /* 8 x 176 + the unpacked scales' 32 */
+void cpu_pack_q5_Kx8(const uint8_t *w, size_t w_stride, int64_t i, block_q5_Kx8 *dst);
+
 /* Where quad k (elements 4k..4k+3, low nibbles; 16+4k.., high) byte b of
  * row r sits in a sub-block's 128 bytes. */
 static inline int q4_Kx8_qs_byte(q4_Kx8_order o, int k, int r, int b) {
