@@ -788,6 +788,32 @@ static void test_repack_q4_K_layout(void) {
     }
     CHECK(bad5 == 0, "Q5_Kx8: %d of 8 rows decode differently from the file layout", bad5);
     free(W5), free(P5);
+
+    /* Q6_K: element 4h + b (A) or 8 + 4h + b (B) of sub-block j at byte 8r + 4h + b */
+    const size_t rb6 = row_bytes(NIB_TYPE_Q6_K, n);
+    uint8_t *W6 = malloc(rb6 * Q4_KX8_ROWS);
+    block_q6_Kx8 *P6 = malloc(sizeof *P6 * (size_t)nb);
+    for (int r = 0; r < Q4_KX8_ROWS; r++) random_blocks(NIB_TYPE_Q6_K, W6 + r * rb6, n);
+    memset(P6, 0x5A, sizeof *P6 * (size_t)nb);
+    for (int64_t i = 0; i < nb; i++) cpu_pack_q6_Kx8(W6, rb6, i, P6 + i);
+    int bad6 = 0;
+    for (int r = 0; r < Q4_KX8_ROWS; r++) {
+        tr(NIB_TYPE_Q6_K)->dequantize(W6 + r * rb6, ref, n);
+        poison(got, n);
+        for (int64_t i = 0; i < nb; i++)
+            for (int j = 0; j < 16; j++) {
+                const float d1 = nib_fp16_to_f32(P6[i].d[r]) * (float)P6[i].sc[j / 2][r][j % 2];
+                for (int e = 0; e < 16; e++) {
+                    const int half = e / 8, pos = 8 * r + e % 8; /* half 0: A, 1: B */
+                    const int low = (P6[i].ql[j][pos] >> (4 * half)) & 0xF;
+                    const int high = (P6[i].qh[j / 2][pos] >> (4 * (j % 2) + 2 * half)) & 3;
+                    got[QK_K * i + 16 * j + e] = d1 * (float)((low | (high << 4)) - 32);
+                }
+            }
+        bad6 += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
+    }
+    CHECK(bad6 == 0, "Q6_Kx8: %d of 8 rows decode differently from the file layout", bad6);
+    free(W6), free(P6);
 }
 
 /* The 32-element formats' packed blocks, decoded as repack.h describes them,
@@ -889,7 +915,7 @@ static void test_repack_legacy_layout(void) {
  * 1 and 3 threads, several batch sizes; and each token's outputs the same
  * bits alone, in any batch and with any thread count. */
 static void test_matmul_packed(void) {
-    static const nib_type types[] = {NIB_TYPE_Q4_K, NIB_TYPE_Q5_K, NIB_TYPE_Q4_0, NIB_TYPE_Q5_0,
+    static const nib_type types[] = {NIB_TYPE_Q4_K, NIB_TYPE_Q5_K, NIB_TYPE_Q6_K, NIB_TYPE_Q4_0, NIB_TYPE_Q5_0,
                                      NIB_TYPE_Q4_1, NIB_TYPE_Q5_1, NIB_TYPE_Q8_0};
     int tested = 0;
     nib_error err;
@@ -970,14 +996,19 @@ static void test_repack_rejects_bad_args(void) {
     CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_K, 256, 8) == sizeof(block_q4_Kx8), "one group");
     CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_K, 256, 12) == 0, "12 rows are not whole groups");
     CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q4_K, 128, 8) == 0, "128 is not whole super-blocks");
-    CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q6_K, 256, 8) == 0, "Q6_K has no packed layout");
+    CHECK(nib_cpu_repack_bytes(NIB_TYPE_Q3_K, 256, 8) == 0, "Q3_K has no packed layout");
+    CHECK(nib_cpu_packed_min_tokens(NIB_TYPE_Q3_K, (nib_simd_level)level) == 0, "Q3_K: no minimum (no layout)");
+    CHECK(nib_cpu_packed_min_tokens(NIB_TYPE_Q4_K, (nib_simd_level)level) == 1, "Q4_K: packed from one token");
+    if (level == NIB_SIMD_AVX512_VNNI)
+        CHECK(nib_cpu_packed_min_tokens(NIB_TYPE_Q6_K, NIB_SIMD_AVX512_VNNI) == 2,
+              "Q6_K: one token stays on the file layout");
     nib_simd_level lay = NIB_SIMD_SCALAR;
     CHECK(nib_cpu_repack(NULL, NIB_TYPE_Q4_K, w, 256, 12, p, &lay) == NIB_ERR_ARG, "repack of 12 rows");
     CHECK(nib_cpu_repack(NULL, NIB_TYPE_Q4_K, w, 256, 8, p, NULL) == NIB_ERR_ARG, "repack without a layout out");
     CHECK(nib_cpu_repack(NULL, NIB_TYPE_Q4_K, w, 256, 8, p, &lay) == NIB_OK && lay == (nib_simd_level)level,
           "repack of one group");
-    CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q6_K, lay, p, 256, 8, x, 1, y, scratch) == NIB_ERR_UNSUPPORTED,
-          "packed Q6_K");
+    CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q3_K, lay, p, 256, 8, x, 1, y, scratch) == NIB_ERR_UNSUPPORTED,
+          "packed Q3_K");
     CHECK(nib_cpu_matmul_packed(NULL, NIB_TYPE_Q4_K, lay, p, 256, 12, x, 1, y, scratch) == NIB_ERR_ARG,
           "packed matmul of 12 rows");
     /* a layout the copy cannot be in, or one this CPU cannot run: an error, not other numbers */

@@ -92,5 +92,10 @@ nib_status nib_cpu_repack(nib_pool *pool, nib_type wtype, const void *W, int64_t
  * the last bits: the float sums run in another order). */
 nib_status nib_cpu_matmul_packed(nib_pool *pool, nib_type wtype, nib_simd_level layout, const void *P, int64_t n_in,
                                  int64_t n_out, const float *X, int64_t n_tok, float *Y, void *scratch);
+/* The fewest tokens for which the packed copy is the faster one (1 for most
+ * layouts; more where a single token runs faster on the file's layout, which
+ * the caller then keeps using for those products); 0 if there is no such
+ * layout. */
+int64_t nib_cpu_packed_min_tokens(nib_type wtype, nib_simd_level layout);
 
 #endif

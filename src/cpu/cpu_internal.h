@@ -71,6 +71,8 @@ typedef struct cpu_packed {
     nib_quantize_fn act_quantize;
     size_t act_block_bytes;
     int64_t act_block_elems;
+    /* fewer tokens than this (one: decode) run faster on the file's layout */
+    int64_t min_tokens;
 } cpu_packed;
 
 /* The packed layout of wtype at the active level, or at `level`, if it has
@@ -127,6 +129,7 @@ void cpu_dot_q5_0x8_q8_0s_avx2(int64_t n, const void *p, const void *a, size_t a
 void cpu_dot_q4_1x8_q8_1_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q5_1x8_q8_1_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q4_Kx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
+void cpu_dot_q6_Kx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q5_Kx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q4_0x8_q8_0s_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q5_0x8_q8_0s_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);

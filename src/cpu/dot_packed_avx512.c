@@ -158,6 +158,95 @@ void cpu_dot_q5_Kx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t 
     }
 }
 
+/* ---- Q6_K, 8 rows (cpu/repack.h block_q6_Kx8) ------------------------------------
+ * A sub-block's two registers (A, B) of unsigned 6-bit codes, each against a
+ * 64-bit broadcast of the token's matching 8 codes: one vpdpbusd from zero
+ * each gives a lane 4 products, at most 4 * 63 * 128 = 32,256, so the two
+ * pack to int16 and meet the sub-block's signed scales in one vpdpwssd
+ * (lane 4L + c of the result is row 2L + c % 2, as for Q4_K). The -32 offset
+ * comes off once a super-block and token: 32 * sum_j sc_j * bsums_j per row,
+ * eight vpdpwssd of the scale pairs with the token's pairs of 16-element sums. */
+static ALWAYS_INLINE void q6_Kx8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride, float *out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    /* the scale pairs (word 2r + s: sub-block 2c + s of row r) to the words
+     * of packs(sA, sB) for sub-block s: word w of 128-bit lane L is row
+     * 2L + (w / 2) % 2 */
+    short sidx[2][32];
+    for (int s = 0; s < 2; s++)
+        for (int w = 0; w < 32; w++) sidx[s][w] = (short)(2 * (2 * (w / 8) + (w / 2) % 2) + s);
+    const __m512i sc_idx[2] = {_mm512_loadu_si512((const void *)sidx[0]), _mm512_loadu_si512((const void *)sidx[1])};
+    const __m512i row_of_lane = _mm512_set_epi32(7, 6, 7, 6, 5, 4, 5, 4, 3, 2, 3, 2, 1, 0, 1, 0);
+    __m512 acc[NT_MAX];
+    __m256 acc_o[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps(), acc_o[t] = _mm256_setzero_ps();
+    const block_q6_Kx8 *x = (const block_q6_Kx8 *)p;
+    for (int64_t i = 0; i < n / QK_K; i++, x++) {
+        /* two sums a token (the sub-blocks 2c and 2c + 1): half the chain of dependent vpdpwssd */
+        __m512i sumi[2][NT_MAX];
+        __m256i off[NT_MAX];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++)
+            sumi[0][t] = _mm512_setzero_si512(), sumi[1][t] = _mm512_setzero_si512(), off[t] = _mm256_setzero_si256();
+        for (int c = 0; c < 8; c++) {
+            const __m256i scp = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->sc[c]));
+            const __m512i scw[2] = {_mm512_permutexvar_epi16(sc_idx[0], _mm512_castsi256_si512(scp)),
+                                    _mm512_permutexvar_epi16(sc_idx[1], _mm512_castsi256_si512(scp))};
+            const __m512i h = _mm512_loadu_si512((const void *)x->qh[c]);
+            const __m512i l0 = _mm512_loadu_si512((const void *)x->ql[2 * c]);
+            const __m512i l1 = _mm512_loadu_si512((const void *)x->ql[2 * c + 1]);
+            __m512i q[2][2]; /* [sub-block 2c + s][A, B] */
+            q[0][0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
+            q[0][1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
+                                      _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
+            q[1][0] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(h, m30));
+            q[1][1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+                                      _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) {
+                const block_q8_K *y = act_block(a, a_stride, t, i);
+                int64_t yq[4];
+                memcpy(yq, y->qs + 32 * c, sizeof yq);
+#pragma GCC unroll 2
+                for (int s = 0; s < 2; s++) {
+                    const __m512i sa = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[s][0], _mm512_set1_epi64(yq[2 * s]));
+                    const __m512i sb = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[s][1], _mm512_set1_epi64(yq[2 * s + 1]));
+                    sumi[s][t] = _mm512_dpwssd_epi32(sumi[s][t], _mm512_packs_epi32(sa, sb), scw[s]);
+                }
+                int32_t bs;
+                memcpy(&bs, &y->bsums[2 * c], 4);
+                off[t] = _mm256_dpwssd_epi32(off[t], scp, _mm256_set1_epi32(bs));
+            }
+        }
+        const __m256 d8 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));
+        const __m512 d = _mm512_permutexvar_ps(row_of_lane, _mm512_castps256_ps512(d8));
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const float dy = act_block(a, a_stride, t, i)->d;
+            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(dy)),
+                                     _mm512_cvtepi32_ps(_mm512_add_epi32(sumi[0][t], sumi[1][t])), acc[t]);
+            acc_o[t] = _mm256_fmadd_ps(_mm256_mul_ps(d8, _mm256_set1_ps(32.0f * dy)), _mm256_cvtepi32_ps(off[t]),
+                                       acc_o[t]);
+        }
+    }
+    const __m512i rows_idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 13, 12, 9, 8, 5, 4, 1, 0);
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) {
+        const __m512 f = _mm512_add_ps(acc[t], _mm512_permute_ps(acc[t], _MM_SHUFFLE(1, 0, 3, 2)));
+        const __m256 r8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(rows_idx, f));
+        _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm256_sub_ps(r8, acc_o[t]));
+    }
+}
+
+void cpu_dot_q6_Kx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {
+    switch (nt) {
+    case 1: q6_Kx8_dot(1, n, p, a, a_stride, out); break;
+    case 2: q6_Kx8_dot(2, n, p, a, a_stride, out); break;
+    case 3: q6_Kx8_dot(3, n, p, a, a_stride, out); break;
+    default: q6_Kx8_dot(4, n, p, a, a_stride, out); break;
+    }
+}
+
 /* ---- Q4_0, Q5_0, Q4_1, Q5_1, 8 rows a 32-element block ---------------------------
  * Registers p = 0, 1 of a block hold 8 elements of each row (lane 2r + h:
  * elements 8p + 4h.. of row r in the low nibbles, 16 + 8p + 4h.. in the high

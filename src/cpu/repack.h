@@ -61,6 +61,26 @@ typedef struct {
 NIB_STATIC_ASSERT(sizeof(block_q5_Kx8) == 1440, "block_q5_Kx8 size"); /* 8 x 176 + the unpacked scales' 32 */
 void cpu_pack_q5_Kx8(const uint8_t *w, size_t w_stride, int64_t i, block_q5_Kx8 *dst);
 
+/* Q6_K, 8 rows (AVX-512). Sub-block j (16 elements) of the 8 rows is two
+ * registers of 64 bytes, A (elements 0..7) and B (8..15), byte 8r + 4h + b
+ * of each holding element 4h + b (A) or 8 + 4h + b (B) of row r; a token's
+ * matching activation bytes are 8 contiguous ones (one 64-bit broadcast).
+ * The 6-bit codes q are stored split:
+ *   ql[j] byte 8r + 4h + b: low nibble the low 4 bits of A's code there,
+ *         high nibble B's;
+ *   qh[c] byte 8r + 4h + b: two bits each, from bit 0 up, the top 2 bits of
+ *         A's and B's codes of sub-block 2c, then A's and B's of 2c + 1;
+ *   sc[c][r] the signed scales of sub-blocks 2c and 2c + 1 of row r.
+ * x = d * sc * (q - 32). Same bytes as the rows they replace. */
+typedef struct {
+    nib_half d[Q4_KX8_ROWS];
+    int8_t sc[8][Q4_KX8_ROWS][2];
+    uint8_t ql[16][8 * Q4_KX8_ROWS];
+    uint8_t qh[8][8 * Q4_KX8_ROWS];
+} block_q6_Kx8;
+NIB_STATIC_ASSERT(sizeof(block_q6_Kx8) == 8 * sizeof(block_q6_K), "block_q6_Kx8 size");
+void cpu_pack_q6_Kx8(const uint8_t *w, size_t w_stride, int64_t i, block_q6_Kx8 *dst);
+
 /* Where quad k (elements 4k..4k+3, low nibbles; 16+4k.., high) byte b of
  * row r sits in a sub-block's 128 bytes. */
 static inline int q4_Kx8_qs_byte(q4_Kx8_order o, int k, int r, int b) {

@@ -18,6 +18,7 @@ typedef struct packed_weight {
     const nib_weight *w;
     void *p;
     nib_simd_level layout; /* the level whose layout p holds */
+    int64_t min_tokens;    /* fewer tokens run on the file's layout (nib_cpu_packed_min_tokens) */
 } packed_weight;
 
 struct nib_ctx {
@@ -93,15 +94,19 @@ static bool repack_weights(nib_ctx *c, uint64_t *total, nib_error *err) {
         const nib_weight *w = ws[i];
         const size_t bytes = w->data ? nib_cpu_repack_bytes(w->type, w->ne[0], w->ne[1]) : 0;
         if (bytes == 0) continue;
+        /* the LM head only ever sees one token at a time (forward's last step) */
+        if (w == &c->m->output && nib_cpu_packed_min_tokens(w->type, nib_cpu_simd_level()) > 1) continue;
         void *p = alloc_bytes(1, bytes, total, err, "the weights repacked for the CPU kernels");
         if (!p) {
             ok = false;
             break;
         }
         packed_weight *pw = &c->packed[c->n_packed++];
-        *pw = (packed_weight){w, p, NIB_SIMD_SCALAR};
+        *pw = (packed_weight){w, p, NIB_SIMD_SCALAR, 1};
         c->packed_bytes += bytes;
-        if (nib_cpu_repack(c->pool, w->type, w->data, w->ne[0], w->ne[1], p, &pw->layout) != NIB_OK) {
+        if (nib_cpu_repack(c->pool, w->type, w->data, w->ne[0], w->ne[1], p, &pw->layout) == NIB_OK) {
+            pw->min_tokens = nib_cpu_packed_min_tokens(w->type, pw->layout);
+        } else {
             nib_error_set(err, NIB_ERR_ARG, "repacking '%.*s' (%s, %lld x %lld) failed", w->name ? w->name_len : 1,
                           w->name ? w->name : "?", nib_type_name(w->type), (long long)w->ne[0], (long long)w->ne[1]);
             ok = false;
@@ -265,6 +270,7 @@ int32_t nib_ctx_argmax(nib_ctx *c) {
 
 static nib_status matmul(nib_ctx *c, const nib_weight *w, const float *X, int64_t n_tok, float *Y, nib_error *err) {
     const packed_weight *p = packed_of(c, w);
+    if (p && n_tok < p->min_tokens) p = NULL;
     nib_status s = p ? nib_cpu_matmul_packed(c->pool, w->type, p->layout, p->p, w->ne[0], w->ne[1], X, n_tok, Y,
                                              c->mm_scratch)
                      : nib_cpu_matmul(c->pool, w->type, w->data, w->ne[0], w->ne[1], X, n_tok, Y, c->mm_scratch);
