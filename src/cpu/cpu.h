@@ -66,7 +66,8 @@ nib_simd_level nib_cpu_detect_simd(void);
 nib_simd_level nib_cpu_simd_level(void);
 const char *nib_simd_level_name(nib_simd_level l);
 /* The CPU kernels t has, for `nib inspect --types`: "scalar" plus every SIMD
- * level with a kernel of its own (e.g. "scalar+avx2+avx512-vnni"). */
+ * level with a kernel of its own, then the levels with an 8-row packed
+ * layout (e.g. "scalar+avx2+avx512-vnni (8-row packed: avx2, avx512-vnni)"). */
 void nib_cpu_describe_kernels(nib_type t, char *buf, size_t n);
 /* Force a level (tests compare levels on one machine); returns the previous one.
  * A level above what the CPU supports is clamped to it. */

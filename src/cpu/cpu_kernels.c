@@ -191,6 +191,16 @@ void nib_cpu_describe_kernels(nib_type t, char *buf, size_t n) {
     for (int l = NIB_SIMD_AVX2; l < NIB_SIMD_LEVELS && k < n; l++)
         if (cpu_kernel_has_level(t, (nib_simd_level)l))
             k += (size_t)snprintf(buf + k, n - k, "+%s", nib_simd_level_name((nib_simd_level)l));
+    /* the levels with a packed layout (cpu/repack.h) */
+    const char *sep = " (8-row packed: ";
+    for (int l = NIB_SIMD_AVX2; l < NIB_SIMD_LEVELS && k < n; l++) {
+        cpu_packed p;
+        if (!cpu_packed_get_at(t, (nib_simd_level)l, &p)) continue;
+        k += (size_t)snprintf(buf + k, n - k, "%s%s%s", sep, nib_simd_level_name((nib_simd_level)l),
+                              p.min_tokens > 1 ? " prompts" : "");
+        sep = ", ";
+    }
+    if (k < n && sep[0] == ',') snprintf(buf + k, n - k, ")");
 }
 
 bool cpu_kernel_has_level(nib_type wtype, nib_simd_level level) {
