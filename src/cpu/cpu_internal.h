@@ -58,6 +58,27 @@ typedef struct cpu_kernel {
  * activation rows (a, a + a_stride, ...) into out[t * rows + r]; a (row,
  * token)'s result does not depend on nt. */
 typedef void (*cpu_packed_dot_fn)(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
+/* A packed kernel's entry point from its always-inline body, with nt (1..4)
+ * a compile-time constant: body(nt, n, p, a, a_stride, out), or with a
+ * leading format argument f: body(f, nt, n, p, a, a_stride, out). */
+#define PACKED_ENTRY_F(name, body, f)                                                                   \
+    void name(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {           \
+        switch (nt) {                                                                                   \
+        case 1: body(f, 1, n, p, a, a_stride, out); break;                                              \
+        case 2: body(f, 2, n, p, a, a_stride, out); break;                                              \
+        case 3: body(f, 3, n, p, a, a_stride, out); break;                                              \
+        default: body(f, 4, n, p, a, a_stride, out); break;                                             \
+        }                                                                                               \
+    }
+#define PACKED_ENTRY(name, body)                                                                        \
+    void name(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {           \
+        switch (nt) {                                                                                   \
+        case 1: body(1, n, p, a, a_stride, out); break;                                                 \
+        case 2: body(2, n, p, a, a_stride, out); break;                                                 \
+        case 3: body(3, n, p, a, a_stride, out); break;                                                 \
+        default: body(4, n, p, a, a_stride, out); break;                                                \
+        }                                                                                               \
+    }
 typedef struct cpu_packed {
     nib_type type;
     nib_simd_level level;       /* used only when this is the active level */

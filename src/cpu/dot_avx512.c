@@ -295,10 +295,6 @@ static ALWAYS_INLINE void mpair_dot(mpair_fmt f, int R, int nt, int64_t n, const
 DOT_FORMS(q4_1_q8_1, mpair_dot, MPAIR_Q4_1)
 DOT_FORMS(q5_1_q8_1, mpair_dot, MPAIR_Q5_1)
 
-static ALWAYS_INLINE const block_q8_K *act_block(const void *a, size_t a_stride, int t, int64_t i) {
-    return (const block_q8_K *)((const uint8_t *)a + (size_t)t * a_stride) + i;
-}
-
 /* ---- Q4_K x Q8_K -----------------------------------------------------------------
  * Step j takes qs[32j..32j+31]: the low nibbles are sub-block 2j (elements
  * 64j..64j+31), the high nibbles sub-block 2j+1 (64j+32..64j+63), which is
@@ -368,7 +364,7 @@ static ALWAYS_INLINE void q4k_dot(int R, int nt, int64_t n, const void *w, size_
             }
 #pragma GCC unroll 4
             for (int t = 0; t < nt; t++) {
-                const int8_t *yq = act_block(a, a_stride, t, i)->qs + 128 * p;
+                const int8_t *yq = kq_act_block(a, a_stride, t, i)->qs + 128 * p;
                 const __m512i y0 = _mm512_loadu_si512((const void *)yq);
                 const __m512i y1 = _mm512_loadu_si512((const void *)(yq + 64));
 #pragma GCC unroll 2
@@ -382,8 +378,8 @@ static ALWAYS_INLINE void q4k_dot(int R, int nt, int64_t n, const void *w, size_
         if (four) {
             /* the tokens' 32-element activation sums and scales, lane t each
              * (spelled out: the lanes are immediates, which clang wants constant) */
-            const block_q8_K *y0 = act_block(a, a_stride, 0, i), *y1 = act_block(a, a_stride, 1, i);
-            const block_q8_K *y2 = act_block(a, a_stride, 2, i), *y3 = act_block(a, a_stride, 3, i);
+            const block_q8_K *y0 = kq_act_block(a, a_stride, 0, i), *y1 = kq_act_block(a, a_stride, 1, i);
+            const block_q8_K *y2 = kq_act_block(a, a_stride, 2, i), *y3 = kq_act_block(a, a_stride, 3, i);
             const __m256i b01 = _mm256_inserti128_si256(_mm256_castsi128_si256(kq_bsums32(y0)), kq_bsums32(y1), 1);
             const __m256i b23 = _mm256_inserti128_si256(_mm256_castsi128_si256(kq_bsums32(y2)), kq_bsums32(y3), 1);
             const __m512i bs = _mm512_inserti64x4(_mm512_castsi256_si512(b01), b23, 1);
@@ -398,7 +394,7 @@ static ALWAYS_INLINE void q4k_dot(int R, int nt, int64_t n, const void *w, size_
         }
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
-            const block_q8_K *y = act_block(a, a_stride, t, i);
+            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
 #pragma GCC unroll 2
             for (int r = 0; r < R; r++) {
                 if (!four)
@@ -485,7 +481,7 @@ static ALWAYS_INLINE void q6k_dot(int nt, int64_t n, const void *w, const void *
             const __m512i sch = _mm512_permutexvar_epi16(sc_idx[h], sc);
 #pragma GCC unroll 4
             for (int t = 0; t < nt; t++) {
-                const block_q8_K *y = act_block(a, a_stride, t, i);
+                const block_q8_K *y = kq_act_block(a, a_stride, t, i);
                 const __m512i d01 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q01,
                                                         _mm512_loadu_si512((const void *)(y->qs + 128 * h)));
                 const __m512i d23 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q23,
@@ -495,7 +491,7 @@ static ALWAYS_INLINE void q6k_dot(int nt, int64_t n, const void *w, const void *
         }
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
-            const block_q8_K *y = act_block(a, a_stride, t, i);
+            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
             const __m512i offset = _mm512_zextsi256_si512(kq_q6_offset_sum(scales8, y));
             const __m512i s = _mm512_sub_epi32(sumi[t], _mm512_slli_epi32(offset, 5));
             acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(y->d * xd), _mm512_cvtepi32_ps(s), acc[t]);

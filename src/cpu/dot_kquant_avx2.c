@@ -39,10 +39,6 @@ static ALWAYS_INLINE __m256i broadcast_i16(__m256i v, int k) {
     return _mm256_shuffle_epi8(v, idx);
 }
 
-static ALWAYS_INLINE const block_q8_K *act_block(const void *a, size_t a_stride, int t, int64_t i) {
-    return (const block_q8_K *)((const uint8_t *)a + (size_t)t * a_stride) + i;
-}
-
 /* ---- Q4_K and Q5_K -----------------------------------------------------------------
  * Step j (0..3) covers 64 elements: 32 bytes of qs whose low nibbles are
  * sub-block 2j and high nibbles sub-block 2j+1 (layout in quant/q_k.c). Q5_K
@@ -87,7 +83,7 @@ static ALWAYS_INLINE void affine_dot(bool five, int nt, int64_t n, const void *w
             const __m256i scl = broadcast_i16(sc, 2 * j), sch = broadcast_i16(sc, 2 * j + 1);
 #pragma GCC unroll 4
             for (int t = 0; t < nt; t++) {
-                const block_q8_K *y = act_block(a, a_stride, t, i);
+                const block_q8_K *y = kq_act_block(a, a_stride, t, i);
                 const __m256i al = _mm256_loadu_si256((const __m256i *)(y->qs + 64 * j));
                 const __m256i ah = _mm256_loadu_si256((const __m256i *)(y->qs + 64 * j + 32));
                 const __m256i pl = _mm256_madd_epi16(scl, _mm256_maddubs_epi16(ql, al));
@@ -97,7 +93,7 @@ static ALWAYS_INLINE void affine_dot(bool five, int nt, int64_t n, const void *w
         }
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
-            const block_q8_K *y = act_block(a, a_stride, t, i);
+            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
             acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(y->d * xmin), _mm_cvtepi32_ps(kq_min_sum(sm, y)), acc_m[t]);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y->d * xd), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
         }
@@ -169,7 +165,7 @@ static ALWAYS_INLINE void q6_dot(int nt, int64_t n, const void *w, const void *a
                 const __m256i sc = q6_scale_pair(scales8, 8 * h + 2 * k);
 #pragma GCC unroll 4
                 for (int t = 0; t < nt; t++) {
-                    const block_q8_K *y = act_block(a, a_stride, t, i);
+                    const block_q8_K *y = kq_act_block(a, a_stride, t, i);
                     const __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)(y->qs + 128 * h + 32 * k)));
                     sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(sc, p));
                 }
@@ -177,7 +173,7 @@ static ALWAYS_INLINE void q6_dot(int nt, int64_t n, const void *w, const void *a
         }
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
-            const block_q8_K *y = act_block(a, a_stride, t, i);
+            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
             /* the -32 offset: 32 * sum_j sc_j * bsums_j, subtracted once */
             const __m256i s = _mm256_sub_epi32(sumi[t], _mm256_slli_epi32(kq_q6_offset_sum(scales8, y), 5));
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y->d * xd), _mm256_cvtepi32_ps(s), acc[t]);

@@ -20,10 +20,6 @@
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #define NT_MAX 4
 
-static ALWAYS_INLINE const block_q8_K *act_block(const void *a, size_t a_stride, int t, int64_t i) {
-    return (const block_q8_K *)((const uint8_t *)a + (size_t)t * a_stride) + i;
-}
-
 /* ---- Q4_K, 8 rows interleaved (cpu/repack.h) --------------------------------------
  * Per sub-block and token: 8 maddubs of a register of 8 rows x 4 elements
  * by the token's 4 activation bytes broadcast, added in int16 (16 products
@@ -57,7 +53,7 @@ static ALWAYS_INLINE void q4_Kx8_dot(int nt, int64_t n, const void *p, const voi
                 const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
 #pragma GCC unroll 4
                 for (int t = 0; t < nt; t++) {
-                    const int8_t *yq = act_block(a, a_stride, t, i)->qs + 32 * j + 4 * k;
+                    const int8_t *yq = kq_act_block(a, a_stride, t, i)->qs + 32 * j + 4 * k;
                     int32_t y0, y1;
                     memcpy(&y0, yq, 4), memcpy(&y1, yq + 16, 4);
                     s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(y0)));
@@ -71,7 +67,7 @@ static ALWAYS_INLINE void q4_Kx8_dot(int nt, int64_t n, const void *p, const voi
         const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->dmin));
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
-            const block_q8_K *y = act_block(a, a_stride, t, i);
+            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
             const __m256i bs = _mm256_castsi128_si256(kq_bsums32(y)); /* 8 sums of 32, int16 */
             __m256i ms = _mm256_setzero_si256();
 #pragma GCC unroll 4
@@ -88,14 +84,7 @@ static ALWAYS_INLINE void q4_Kx8_dot(int nt, int64_t n, const void *p, const voi
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm256_sub_ps(acc[t], acc_m[t]));
 }
 
-void cpu_dot_q4_Kx8_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {
-    switch (nt) {
-    case 1: q4_Kx8_dot(1, n, p, a, a_stride, out); break;
-    case 2: q4_Kx8_dot(2, n, p, a, a_stride, out); break;
-    case 3: q4_Kx8_dot(3, n, p, a, a_stride, out); break;
-    default: q4_Kx8_dot(4, n, p, a, a_stride, out); break;
-    }
-}
+PACKED_ENTRY(cpu_dot_q4_Kx8_q8_K_avx2, q4_Kx8_dot)
 
 /* ---- Q4_0, Q5_0, Q4_1, Q5_1, 8 rows a 32-element block ---------------------------
  * Register k (k = 0..3) holds the file's qs bytes 4k..4k+3 of every row: low
@@ -182,16 +171,7 @@ static ALWAYS_INLINE void legacy_x8_dot(lx_fmt f, int nt, int64_t n, const void 
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, acc[t]);
 }
 
-#define LEGACY_X8_ENTRY(name, fmt)                                                                       \
-    void name(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {            \
-        switch (nt) {                                                                                    \
-        case 1: legacy_x8_dot(fmt, 1, n, p, a, a_stride, out); break;                                    \
-        case 2: legacy_x8_dot(fmt, 2, n, p, a, a_stride, out); break;                                    \
-        case 3: legacy_x8_dot(fmt, 3, n, p, a, a_stride, out); break;                                    \
-        default: legacy_x8_dot(fmt, 4, n, p, a, a_stride, out); break;                                   \
-        }                                                                                                \
-    }
-LEGACY_X8_ENTRY(cpu_dot_q4_0x8_q8_0s_avx2, LX_Q4_0)
-LEGACY_X8_ENTRY(cpu_dot_q5_0x8_q8_0s_avx2, LX_Q5_0)
-LEGACY_X8_ENTRY(cpu_dot_q4_1x8_q8_1_avx2, LX_Q4_1)
-LEGACY_X8_ENTRY(cpu_dot_q5_1x8_q8_1_avx2, LX_Q5_1)
+PACKED_ENTRY_F(cpu_dot_q4_0x8_q8_0s_avx2, legacy_x8_dot, LX_Q4_0)
+PACKED_ENTRY_F(cpu_dot_q5_0x8_q8_0s_avx2, legacy_x8_dot, LX_Q5_0)
+PACKED_ENTRY_F(cpu_dot_q4_1x8_q8_1_avx2, legacy_x8_dot, LX_Q4_1)
+PACKED_ENTRY_F(cpu_dot_q5_1x8_q8_1_avx2, legacy_x8_dot, LX_Q5_1)

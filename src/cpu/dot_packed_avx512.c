@@ -22,8 +22,18 @@
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #define NT_MAX 4
 
-static ALWAYS_INLINE const block_q8_K *act_block(const void *a, size_t a_stride, int t, int64_t i) {
-    return (const block_q8_K *)((const uint8_t *)a + (size_t)t * a_stride) + i;
+/* The 8 rows' sums from 16 float lanes, in the two lane layouts of these
+ * kernels. Lanes 4L + c hold row 2L + c % 2 (the K-quants, after vpdpwssd)
+ * or lanes 2r + h row r (the 32-element formats). */
+static ALWAYS_INLINE __m256 rows_of_quads(__m512 v) {
+    const __m512i idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 13, 12, 9, 8, 5, 4, 1, 0);
+    const __m512 f = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm512_castps512_ps256(_mm512_permutexvar_ps(idx, f));
+}
+static ALWAYS_INLINE __m256 rows_of_pairs(__m512 v) {
+    const __m512i idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512 f = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm512_castps512_ps256(_mm512_permutexvar_ps(idx, f));
 }
 
 /* ---- Q4_K, 8 rows interleaved (cpu/repack.h, Q4_KX8_PAIRS) -------------------------
@@ -93,7 +103,7 @@ static ALWAYS_INLINE void q45_Kx8_dot(bool five, int nt, int64_t n, const void *
                 }
 #pragma GCC unroll 4
             for (int t = 0; t < nt; t++) {
-                const int8_t *yq = act_block(a, a_stride, t, i)->qs + 32 * j;
+                const int8_t *yq = kq_act_block(a, a_stride, t, i)->qs + 32 * j;
                 __m512i sj[2];
 #pragma GCC unroll 2
                 for (int s = 0; s < 2; s++) {
@@ -118,7 +128,7 @@ static ALWAYS_INLINE void q45_Kx8_dot(bool five, int nt, int64_t n, const void *
         const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->dmin));
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
-            const block_q8_K *y = act_block(a, a_stride, t, i);
+            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
             const __m256i bs = _mm256_castsi128_si256(kq_bsums32(y)); /* 8 sums of 32, int16 */
             __m256i ms = _mm256_setzero_si256();
 #pragma GCC unroll 4
@@ -130,33 +140,13 @@ static ALWAYS_INLINE void q45_Kx8_dot(bool five, int nt, int64_t n, const void *
             acc_m[t] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, _mm256_set1_ps(y->d)), _mm256_cvtepi32_ps(ms), acc_m[t]);
         }
     }
-    /* lanes 4L and 4L + 2 are row 2L, 4L + 1 and 4L + 3 row 2L + 1 */
-    const __m512i rows_idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 13, 12, 9, 8, 5, 4, 1, 0);
 #pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) {
-        const __m512 f = _mm512_add_ps(acc[t], _mm512_permute_ps(acc[t], _MM_SHUFFLE(1, 0, 3, 2)));
-        const __m256 r8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(rows_idx, f));
-        _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm256_sub_ps(r8, acc_m[t]));
-    }
+    for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm256_sub_ps(rows_of_quads(acc[t]), acc_m[t]));
 }
 
-void cpu_dot_q4_Kx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {
-    switch (nt) {
-    case 1: q45_Kx8_dot(false, 1, n, p, a, a_stride, out); break;
-    case 2: q45_Kx8_dot(false, 2, n, p, a, a_stride, out); break;
-    case 3: q45_Kx8_dot(false, 3, n, p, a, a_stride, out); break;
-    default: q45_Kx8_dot(false, 4, n, p, a, a_stride, out); break;
-    }
-}
+PACKED_ENTRY_F(cpu_dot_q4_Kx8_q8_K_avx512, q45_Kx8_dot, false)
 
-void cpu_dot_q5_Kx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {
-    switch (nt) {
-    case 1: q45_Kx8_dot(true, 1, n, p, a, a_stride, out); break;
-    case 2: q45_Kx8_dot(true, 2, n, p, a, a_stride, out); break;
-    case 3: q45_Kx8_dot(true, 3, n, p, a, a_stride, out); break;
-    default: q45_Kx8_dot(true, 4, n, p, a, a_stride, out); break;
-    }
-}
+PACKED_ENTRY_F(cpu_dot_q5_Kx8_q8_K_avx512, q45_Kx8_dot, true)
 
 /* ---- Q6_K, 8 rows (cpu/repack.h block_q6_Kx8) ------------------------------------
  * A sub-block's two registers (A, B) of unsigned 6-bit codes, each against a
@@ -204,7 +194,7 @@ static ALWAYS_INLINE void q6_Kx8_dot(int nt, int64_t n, const void *p, const voi
                                       _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
 #pragma GCC unroll 4
             for (int t = 0; t < nt; t++) {
-                const block_q8_K *y = act_block(a, a_stride, t, i);
+                const block_q8_K *y = kq_act_block(a, a_stride, t, i);
                 int64_t yq[4];
                 memcpy(yq, y->qs + 32 * c, sizeof yq);
 #pragma GCC unroll 2
@@ -222,30 +212,18 @@ static ALWAYS_INLINE void q6_Kx8_dot(int nt, int64_t n, const void *p, const voi
         const __m512 d = _mm512_permutexvar_ps(row_of_lane, _mm512_castps256_ps512(d8));
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
-            const float dy = act_block(a, a_stride, t, i)->d;
+            const float dy = kq_act_block(a, a_stride, t, i)->d;
             acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(dy)),
                                      _mm512_cvtepi32_ps(_mm512_add_epi32(sumi[0][t], sumi[1][t])), acc[t]);
             acc_o[t] = _mm256_fmadd_ps(_mm256_mul_ps(d8, _mm256_set1_ps(32.0f * dy)), _mm256_cvtepi32_ps(off[t]),
                                        acc_o[t]);
         }
     }
-    const __m512i rows_idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 13, 12, 9, 8, 5, 4, 1, 0);
 #pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) {
-        const __m512 f = _mm512_add_ps(acc[t], _mm512_permute_ps(acc[t], _MM_SHUFFLE(1, 0, 3, 2)));
-        const __m256 r8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(rows_idx, f));
-        _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm256_sub_ps(r8, acc_o[t]));
-    }
+    for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm256_sub_ps(rows_of_quads(acc[t]), acc_o[t]));
 }
 
-void cpu_dot_q6_Kx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {
-    switch (nt) {
-    case 1: q6_Kx8_dot(1, n, p, a, a_stride, out); break;
-    case 2: q6_Kx8_dot(2, n, p, a, a_stride, out); break;
-    case 3: q6_Kx8_dot(3, n, p, a, a_stride, out); break;
-    default: q6_Kx8_dot(4, n, p, a, a_stride, out); break;
-    }
-}
+PACKED_ENTRY(cpu_dot_q6_Kx8_q8_K_avx512, q6_Kx8_dot)
 
 /* ---- Q4_0, Q5_0, Q4_1, Q5_1, 8 rows a 32-element block ---------------------------
  * Registers p = 0, 1 of a block hold 8 elements of each row (lane 2r + h:
@@ -321,27 +299,14 @@ static ALWAYS_INLINE void legacy_x8_dot(lx_fmt f, int nt, int64_t n, const void 
             acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(dy)), _mm512_cvtepi32_ps(v), acc[t]);
         }
     }
-    const __m512i even = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
 #pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) {
-        const __m512 s = _mm512_add_ps(acc[t], _mm512_permute_ps(acc[t], _MM_SHUFFLE(2, 3, 0, 1)));
-        _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm512_castps512_ps256(_mm512_permutexvar_ps(even, s)));
-    }
+    for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, rows_of_pairs(acc[t]));
 }
 
-#define LEGACY_X8_ENTRY(name, fmt)                                                                       \
-    void name(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {            \
-        switch (nt) {                                                                                    \
-        case 1: legacy_x8_dot(fmt, 1, n, p, a, a_stride, out); break;                                    \
-        case 2: legacy_x8_dot(fmt, 2, n, p, a, a_stride, out); break;                                    \
-        case 3: legacy_x8_dot(fmt, 3, n, p, a, a_stride, out); break;                                    \
-        default: legacy_x8_dot(fmt, 4, n, p, a, a_stride, out); break;                                   \
-        }                                                                                                \
-    }
-LEGACY_X8_ENTRY(cpu_dot_q4_0x8_q8_0s_avx512, LX_Q4_0)
-LEGACY_X8_ENTRY(cpu_dot_q5_0x8_q8_0s_avx512, LX_Q5_0)
-LEGACY_X8_ENTRY(cpu_dot_q4_1x8_q8_1_avx512, LX_Q4_1)
-LEGACY_X8_ENTRY(cpu_dot_q5_1x8_q8_1_avx512, LX_Q5_1)
+PACKED_ENTRY_F(cpu_dot_q4_0x8_q8_0s_avx512, legacy_x8_dot, LX_Q4_0)
+PACKED_ENTRY_F(cpu_dot_q5_0x8_q8_0s_avx512, legacy_x8_dot, LX_Q5_0)
+PACKED_ENTRY_F(cpu_dot_q4_1x8_q8_1_avx512, legacy_x8_dot, LX_Q4_1)
+PACKED_ENTRY_F(cpu_dot_q5_1x8_q8_1_avx512, legacy_x8_dot, LX_Q5_1)
 
 /* ---- Q8_0, 8 rows a 32-element block -----------------------------------------------
  * Four registers of signed codes (register p: 8 codes of each row, lane 2r +
@@ -380,19 +345,8 @@ static ALWAYS_INLINE void q8_0x8_dot(int nt, int64_t n, const void *p, const voi
                                      acc[t]);
         }
     }
-    const __m512i even = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
 #pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) {
-        const __m512 s = _mm512_add_ps(acc[t], _mm512_permute_ps(acc[t], _MM_SHUFFLE(2, 3, 0, 1)));
-        _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm512_castps512_ps256(_mm512_permutexvar_ps(even, s)));
-    }
+    for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, rows_of_pairs(acc[t]));
 }
 
-void cpu_dot_q8_0x8_q8_0u_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out) {
-    switch (nt) {
-    case 1: q8_0x8_dot(1, n, p, a, a_stride, out); break;
-    case 2: q8_0x8_dot(2, n, p, a, a_stride, out); break;
-    case 3: q8_0x8_dot(3, n, p, a, a_stride, out); break;
-    default: q8_0x8_dot(4, n, p, a, a_stride, out); break;
-    }
-}
+PACKED_ENTRY(cpu_dot_q8_0x8_q8_0u_avx512, q8_0x8_dot)

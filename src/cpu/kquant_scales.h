@@ -9,6 +9,11 @@
 
 #include "quant/blocks.h"
 
+/* Super-block i of activation row t (rows a_stride bytes apart). */
+static inline const block_q8_K *kq_act_block(const void *a, size_t a_stride, int t, int64_t i) {
+    return (const block_q8_K *)((const uint8_t *)a + (size_t)t * a_stride) + i;
+}
+
 /* Q4_K / Q5_K: the 12 packed bytes hold eight 6-bit scales and eight 6-bit
  * minimums (layout in quant/q_k.c). Read as three 32-bit words they unpack
  * with masks and shifts, four at a time: out[0..1] = the eight scales as
