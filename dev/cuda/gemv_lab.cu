@@ -37,6 +37,8 @@
  * floor of one launch); "/st", "/ws", "/hst" and "/glu-" rows the staged
  * kernels (weights to shared memory by bulk copy; "check-st" checks their
  * sums first); "/head" the library's 4-row LM-head launch they replaced.
+ * v55: "/t32" rows time the tiled GEMV (gemv_tiled.cuh) on random bytes read
+ * as tiles, "check-t32" checks it against the library's kernels first.
  */
 #include <cuda_runtime.h>
 #include <stdarg.h>
@@ -48,6 +50,7 @@
 #include "cuda/gemv_formats_extra.cuh"
 #include "cuda/gemv_kernels.cuh"
 #include "cuda/gemv_stream.cuh"
+#include "cuda/gemv_tiled.cuh"
 
 #define CK(call)                                                                                 \
     do {                                                                                         \
@@ -801,6 +804,113 @@ static void run_read(const lab_ctx *c) {
     launch(read_only, most, 256, c->st, (const uint4 *)c->W, c->row_bytes * c->n_out / 16, c->y);
 }
 
+
+/* v55 (argument "/t32", "check-t32"): the tiled GEMV (gemv_tiled.cuh): a lane
+ * a block, tiles of 32 blocks laid out so each warp load is 512 contiguous
+ * bytes, the activation in shared memory. The weight copies are random bytes
+ * read as tiles (the layout is a permutation of the file's bytes, so the
+ * time is the same); "glu" rows read the gate+up shape as (gate, up) row
+ * pairs; "ks" rows split a group's T tiles over the T warps of a block
+ * (WARPS must equal T). Grid: BPS blocks an SM at most (0: as many as fit). */
+template <class F, int WARPS, int G, int KS, bool GLU, int BPS>
+static void run_t32(const lab_ctx *c) {
+    static int most = 0, smem = 0;
+    const int nb = c->n_in / F::QK;
+    if ((G * nb) % 32 != 0 || (KS && G * nb / 32 != WARPS)) return; /* not this variant's shape: no launch */
+    if (!most || smem != nb * F::ACT) {
+        smem = nb * F::ACT;
+        int per_sm = 0;
+        if (KS) CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_t32_ks<F, WARPS, G>, WARPS * 32, smem));
+        else CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_t32<F, WARPS, G, GLU>, WARPS * 32, smem));
+        if (BPS && per_sm > BPS) per_sm = BPS;
+        most = sm_count * (per_sm > 0 ? per_sm : 1);
+    }
+    int grid = KS ? CEIL_DIV(c->n_out, G) : CEIL_DIV(CEIL_DIV(c->n_out, G), WARPS);
+    if (grid > most) grid = most;
+    const act_q8 a = lab_act(c);
+    if (KS) {
+        if (lab_pdl)
+            CK(pdl_launch(gemv_t32_ks<F, WARPS, G>, dim3(grid), dim3(WARPS * 32), (size_t)smem, c->st, c->W, a, c->y,
+                          c->n_in, c->n_out, 0));
+        else
+            gemv_t32_ks<F, WARPS, G><<<grid, WARPS * 32, smem, c->st>>>(c->W, a, c->y, c->n_in, c->n_out, 0);
+    } else {
+        const int rows = GLU ? c->n_out / 2 : c->n_out; /* GLU: gate, then up */
+        const uint8_t *wu = c->W + (size_t)(rows / G) * (G * nb / 32) * F::TILE;
+        if (lab_pdl)
+            CK(pdl_launch(gemv_t32<F, WARPS, G, GLU>, dim3(grid), dim3(WARPS * 32), (size_t)smem, c->st, c->W, wu, a,
+                          c->y, c->n_in, rows, 0, (int)GLU_SILU, (unsigned long long *)NULL));
+        else
+            gemv_t32<F, WARPS, G, GLU><<<grid, WARPS * 32, smem, c->st>>>(c->W, wu, a, c->y, c->n_in, rows, 0,
+                                                                         (int)GLU_SILU, (unsigned long long *)NULL);
+    }
+}
+/* blocks (src_stride bytes apart: the device's, F::BYTES of them the block)
+ * into t32 tiles; the pad blocks of the last tile zero */
+template <class F>
+__global__ void tile_t32(const uint8_t *__restrict__ src, uint8_t *__restrict__ dst, size_t n_blocks, int src_stride) {
+    constexpr int ch = F::CH + (F::HAS_D ? 1 : 0); /* the d's as one more "chunk" of 2 bytes */
+    const size_t n_tiles = (n_blocks + 31) / 32, n = n_tiles * 32 * ch;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const size_t b = i / ch, c = i % ch; /* block b, chunk c */
+        uint8_t *t = dst + (b / 32) * F::TILE;
+        if ((int)c < F::CH) {
+            uint4 v = make_uint4(0, 0, 0, 0);
+            if (b < n_blocks) memcpy(&v, src + b * src_stride + 16 * c, 16);
+            *(uint4 *)(t + 512 * c + (b % 32) * 16) = v;
+        } else {
+            unsigned short d = 0;
+            if (b < n_blocks) memcpy(&d, src + b * src_stride + 16 * F::CH, 2);
+            *(unsigned short *)(t + 512 * F::CH + (b % 32) * 2) = d;
+        }
+    }
+}
+/* the tiled kernel against the library's plain one on the same blocks (sums
+ * in another order: within 1e-5 of max |y|); glu: k x (2 n) as gate and up */
+template <class F, class FL, int WARPS, int G, int KS, bool GLU>
+static void check_t32(const char *name, float *x, int8_t *xq, float2 *xds, act_scale *sc, int k, int n, int d_off) {
+    const size_t rb = (size_t)(k / FL::QK) * FL::BYTES, rows = GLU ? 2 * (size_t)n : (size_t)n;
+    const size_t n_blocks = rows * (k / F::QK), tiled = (n_blocks + 31) / 32 * F::TILE + F::TILE;
+    uint8_t *W, *Wi, *Wt;
+    float *y1, *y2;
+    CK(cudaMalloc(&W, rb * rows + 256));
+    CK(cudaMalloc(&Wi, rb * rows + 256));
+    CK(cudaMalloc(&Wt, tiled));
+    CK(cudaMalloc(&y1, sizeof(float) * n));
+    CK(cudaMalloc(&y2, sizeof(float) * n));
+    fill_random<<<2048, 256>>>((uint32_t *)W, (rb * rows + 256) / 4, 4242u + (uint32_t)k + (uint32_t)n);
+    set_d<<<1024, 256>>>(W, n_blocks, FL::BYTES, d_off);
+    if (d_off == 0) set_d<<<1024, 256>>>(W + 2, n_blocks, FL::BYTES, 0); /* dmin */
+    CK(cudaMemcpy(Wi, W, rb * rows, cudaMemcpyDeviceToDevice));
+    const size_t half = (size_t)n * (k / F::QK), half_tiled = (half + 31) / 32 * F::TILE; /* GLU: gate, then up */
+    if (GLU) {
+        tile_t32<F><<<1024, 256>>>(Wi, Wt, half, FL::BYTES);
+        tile_t32<F><<<1024, 256>>>(Wi + rb * n, Wt + half_tiled, half, FL::BYTES);
+    } else {
+        tile_t32<F><<<1024, 256>>>(Wi, Wt, n_blocks, FL::BYTES);
+    }
+    quantize_act_q8<<<CEIL_DIV(k, 256), 256>>>(x, xq, xds, k, 1, k, sc);
+    act_q8 a;
+    a.xq = xq, a.xds = xds, a.qs_stride = k, a.n_tok = 1, a.sc = sc;
+    if (GLU)
+        gemv_q8_glu<FL, 4, 1, 1, 1><<<CEIL_DIV(n, 4), 128>>>(W, W + rb * n, rb, a, y1, n, k, n, (int)GLU_SILU);
+    else
+        gemv_q8<FL, 4, 1, 1, 1><<<CEIL_DIV(n, 4), 128>>>(W, rb, a, y1, n, k, n, 0, (unsigned long long *)NULL);
+    CK(cudaMemset(y2, 0xFF, sizeof(float) * n));
+    const int smem = (k / F::QK) * F::ACT;
+    if (KS) gemv_t32_ks<F, WARPS, G><<<sm_count, WARPS * 32, smem>>>(Wt, a, y2, k, (int)rows, 0);
+    else
+        gemv_t32<F, WARPS, G, GLU><<<sm_count, WARPS * 32, smem>>>(Wt, Wt + half_tiled, a, y2, k, n, 0, (int)GLU_SILU,
+                                                                  (unsigned long long *)NULL);
+    CK_LAUNCH("t32 check");
+    report_close(name, k, n, y1, y2, GLU ? "h" : "y");
+    CK(cudaFree(W));
+    CK(cudaFree(Wi));
+    CK(cudaFree(Wt));
+    CK(cudaFree(y1));
+    CK(cudaFree(y2));
+}
+
 /* v9 (argument "pair"): Llama-3-8B Q4_K_M's Q/K/V where V is Q6_K (about
  * half its layers, and so in llama.cpp's Q4_K_M files): two launches, Q
  * and K fused (4096 -> 5120, Q4_K, split K 2 with 4 rows a group) and V
@@ -1077,6 +1187,20 @@ static const variant variants[] = {
     {"READ/IQ1_M", 256, 56, run_read}, {"READ/TQ1_0", 256, 54, run_read},
 #undef V_WS
 #undef V_ST
+    /* v55 (argument "/t32"): the tiled GEMV, /t32-wWgG[bB], /t32ks-wWgG; "glu" on the gate+up shape.
+     * Q6_K rows time 210-byte blocks (no slots). */
+#define V_T32(W, G, B) {"Q4_K/t32-w" #W "g" #G "b" #B, 256, 144, run_t32<t32_q4_K, W, G, 0, false, B>}
+    V_T32(4, 2, 0), V_T32(8, 2, 0), V_T32(8, 2, 1), V_T32(4, 4, 0), V_T32(8, 4, 0), V_T32(8, 4, 1),
+    {"Q4_K/t32glu-w4g2", 256, 144, run_t32<t32_q4_K, 4, 2, 0, true, 0>},
+    {"Q4_K/t32glu-w8g2", 256, 144, run_t32<t32_q4_K, 8, 2, 0, true, 0>},
+    {"Q4_K/t32ks-w7g4", 256, 144, run_t32<t32_q4_K, 7, 4, 1, false, 0>},
+    {"Q4_K/t32ks-w2g4", 256, 144, run_t32<t32_q4_K, 2, 4, 1, false, 0>},
+    {"Q6_K/t32-w8g2b0", 256, 210, run_t32<t32_q6_K, 8, 2, 0, false, 0>},
+    {"Q6_K/t32-w4g4b0", 256, 210, run_t32<t32_q6_K, 4, 4, 0, false, 0>},
+    {"Q6_K/t32-w4g2b0", 256, 210, run_t32<t32_q6_K, 4, 2, 0, false, 0>},
+    {"Q6_K/t32ks-w7g4", 256, 210, run_t32<t32_q6_K, 7, 4, 1, false, 0>},
+    {"Q6_K/t32ks-w2g4", 256, 210, run_t32<t32_q6_K, 2, 4, 1, false, 0>},
+#undef V_T32
     /* v18 (argument "/fu"): the float path's steps in flight a lane (F16_U is the library's) */
     {"F16/fu1", 1, 2, run_f16<false, 1>}, {"F16/fu2", 1, 2, run_f16<false, 2>}, {"F16/fu4", 1, 2, run_f16<false, 4>},
     {"BF16/fu4", 1, 2, run_f16<true, 4>},
@@ -1561,6 +1685,19 @@ int main(int argc, char **argv) {
             check_glu_ks<fmt_q4_K, 4, 2, 1, 2>("Q4_K/gks-w4r2u1k2", x, xq, xds, sc, 4096, 14336);
             check_glu_ks<fmt_q4_K, 4, 1, 1, 4>("Q4_K/gks-w4r1u1k4", x, xq, xds, sc, 4096, 14333);
             check_glu_ks<fmt_q4_K, 8, 4, 1, 2>("Q4_K/gks-w8r4u1k2", x, xq, xds, sc, 2048, 1000);
+        }
+    for (int a = 2; a < argc; a++)
+        if (!strcmp(argv[a], "check-t32")) { /* v55: the tiled kernels against the library's */
+            check_t32<t32_q4_K, fmt_q4_K, 4, 2, 0, false>("Q4_K/t32 g2", x, xq, xds, sc, 4096, 4093, 0);
+            check_t32<t32_q4_K, fmt_q4_K, 8, 4, 0, false>("Q4_K/t32 g4", x, xq, xds, sc, 14336, 4096, 0);
+            check_t32<t32_q4_K, fmt_q4_K, 8, 4, 0, false>("Q4_K/t32 g4 part", x, xq, xds, sc, 14336, 1021, 0);
+            check_t32<t32_q4_K, fmt_q4_K, 4, 8, 0, false>("Q4_K/t32 g8", x, xq, xds, sc, 1024, 999, 0);
+            check_t32<t32_q4_K, fmt_q4_K, 8, 2, 0, true>("Q4_K/t32glu", x, xq, xds, sc, 4096, 14336, 0);
+            check_t32<t32_q4_K, fmt_q4_K, 4, 2, 0, true>("Q4_K/t32glu part", x, xq, xds, sc, 4096, 1023, 0);
+            check_t32<t32_q4_K, fmt_q4_K, 7, 4, 1, false>("Q4_K/t32ks", x, xq, xds, sc, 14336, 4093, 0);
+            check_t32<t32_q4_K, fmt_q4_K, 2, 4, 1, false>("Q4_K/t32ks w2", x, xq, xds, sc, 4096, 1021, 0);
+            check_t32<t32_q6_K, fmt_q6_K, 8, 2, 0, false>("Q6_K/t32 g2", x, xq, xds, sc, 4096, 4093, 208);
+            check_t32<t32_q6_K, fmt_q6_K, 7, 4, 1, false>("Q6_K/t32ks", x, xq, xds, sc, 14336, 4093, 208);
         }
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         const variant *var = &variants[v];

@@ -1,14 +1,18 @@
 #!/bin/sh
 # The kernel lab's pending experiment in one device call (bench/gpu-decode-notes.md
-# v50: the gate/up GLU split over K), its check first, log and table to $OUT.
+# v55: the tiled GEMV, a lane a block), its check first, log and tables to $OUT.
 #   make NIB_CUDA_ARCH=90 BUILD=build gpu-lab      (here; carry build/dev/cuda/gemv_lab)
 #   sh dev/cuda/run_lab_pending.sh                 (repository root, on the GPU machine)
 OUT=${OUT:-/tmp/out}
 L=${LAB:-build/dev/cuda/gemv_lab}
 mkdir -p "$OUT"
-LAB_SHAPES=4096x28672 timeout 240 $L $OUT/v50.md check-gks /gks- =Q4_K/glu-lib =READ/q4k > $OUT/v50.log 2>&1
-echo "v50: exit $?"; grep -E "check" $OUT/v50.log; grep "^| " $OUT/v50.md
-# v51: 8 warps a row group (split K 8) on the long rows, beside the library's launches
-LAB_SHAPES=14336x4096 timeout 120 $L $OUT/v51.md =Q4_K/cf-w8r2u1k8 =Q4_K/cf-w8r4u1k8 =Q4_K/cf-w8r1u1k8 \
-    =Q6_K/cf-w8r2u1k8 =Q6_K/cf-w8r1u1k8 =Q4_K/lib14 =Q6_K/cf-w4r2u1k4 =READ/q4k =READ/q6k > $OUT/v51.log 2>&1
-echo "v51: exit $?"; grep "^| " $OUT/v51.md
+timeout 60 $L $OUT/check.md check-t32 > $OUT/check.log 2>&1
+echo "check: exit $?"; grep -E "check \(" $OUT/check.log
+LAB_SHAPES=14336x4096 timeout 100 $L $OUT/k14336.md =Q4_K/t32ks-w7g4 =Q4_K/lib14 =Q6_K/t32ks-w7g4 =Q6_K/lib14 \
+    =READ/q4k =READ/q6k > $OUT/k14336.log 2>&1
+echo "k14336: exit $?"; grep "^| " $OUT/k14336.md
+LAB_SHAPES=4096x14336,4096x4096,4096x128256,4096x1024,4096x6144 timeout 200 $L $OUT/k4096.md =Q4_K/t32-w8g2b0 \
+    =Q6_K/t32-w4g2b0 =Q4_K/sq-lib =Q4_K =Q6_K =Q4_K/hst16 =Q6_K/hst8 =Q6_K/ks4u1 =READ/q4k =READ/q6k > $OUT/k4096.log 2>&1
+echo "k4096: exit $?"; grep "^| " $OUT/k4096.md
+LAB_SHAPES=4096x28672 timeout 100 $L $OUT/glu.md =Q4_K/t32glu-w8g2 =Q4_K/glu-lib =READ/q4k > $OUT/glu.log 2>&1
+echo "glu: exit $?"; grep "^| " $OUT/glu.md

@@ -89,6 +89,13 @@ typedef struct nib_cuda_weight nib_cuda_weight;
 nib_status nib_cuda_weight_upload(nib_type type, const void *host, int64_t n_in, int64_t n_out,
                                   nib_cuda_weight **out, nib_error *err);
 void nib_cuda_weight_free(nib_cuda_weight *w);
+/* Lays an uploaded matrix out for the tiled one-token GEMV (gemv_tiled.cuh)
+ * where that layout has a kernel for its format and shape and measured
+ * faster (Q4_K and Q6_K, rows a multiple of 2048: gemv_tiled.cu says which),
+ * replacing its copy; *tiled says whether it did. For matrices read only as
+ * products (not by nib_cuda_get_rows or the pair kernel). NIB_CUDA_TILED=0
+ * in the environment keeps every matrix in the file's layout. */
+nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_error *err);
 size_t nib_cuda_weight_bytes(const nib_cuda_weight *w);  /* bytes of the rows, without padding */
 /* The device bytes of a matrix of `file_bytes` in the file: more for the
  * formats the device keeps in wider block slots (cuda/gpu_layout.h). */

@@ -52,6 +52,9 @@ struct nib_cuda_weight {
     int stream_tr;           /* an LM head on the staged kernel (gemv_stream.cuh): rows a tile, else 0 */
     int stream_grid;         /* its persistent grid */
     unsigned stream_stage;   /* its bytes a stage */
+    int t32_g;               /* tiled (gemv_tiled.cuh): rows a warp group; 0: the file's layout (slots for Q6_K) */
+    int t32_ks;              /* tiled, long rows: the split kernel (a group's tiles over the warps of a block) */
+    int t32_grid, t32_grid_glu; /* their persistent grids */
 };
 
 /* Activation scratch (nib_cuda_act_quantize): n_tok rows of n int8 quants,
@@ -62,6 +65,12 @@ static inline size_t cuda_act_qs_stride(int64_t n) { return (size_t)CEIL_DIV(n, 
 static inline size_t cuda_act_scale_off(int64_t n, int n_tok) {
     return (cuda_act_qs_stride(n) + (size_t)(n / 32) * 8) * (size_t)n_tok + 15 & ~(size_t)15;
 }
+
+struct act_q8; /* gemv_kernels.cuh */
+/* gemv_tiled.cu: y = W x (GLU with up: h = act(W x) * (up x)) for a.n_tok
+ * tokens on tiled matrices, one token a launch */
+cudaError_t cuda_t32_matmul(const nib_cuda_weight *w, const nib_cuda_weight *up, const act_q8 &a, float *y, int add,
+                            int act, unsigned long long *best, cudaStream_t st);
 
 /* gemv.cu: can this device run the kernels of this build? (false + reason on
  * "no kernel image for this device" and the like) */

@@ -48,6 +48,11 @@ nib_status nib_cuda_weight_upload(nib_type type, const void *host, int64_t n_in,
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }
 void nib_cuda_weight_free(nib_cuda_weight *w) { (void)w; }
+nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_error *err) {
+    (void)w;
+    *tiled = false;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
 size_t nib_cuda_weight_bytes(const nib_cuda_weight *w) { (void)w; return 0; }
 uint64_t nib_cuda_layout_bytes(nib_type type, uint64_t file_bytes) { (void)type; return file_bytes; }
 bool nib_cuda_has_gemv(nib_type type) { (void)type; return false; }

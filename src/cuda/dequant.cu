@@ -46,6 +46,21 @@ __device__ __forceinline__ uint32_t ldb(const uint8_t *p) { return __ldg(p); }
 __device__ __forceinline__ uint32_t ld16(const uint8_t *p) { return ldb(p) | ldb(p + 1) << 8; }
 __device__ __forceinline__ uint32_t ld32(const uint8_t *p) { return ld16(p) | ld16(p + 2) << 16; }
 
+/* A block of a tiled matrix (gemv_tiled.cuh): byte off of block `lane` of
+ * the tile at t is in 16-byte chunk off / 16 at 512 (off / 16) + 16 lane, or
+ * past the CH chunks (Q6_K's d) at 512 CH + 2 lane. The decoders that serve
+ * tiled matrices (Q4_K, Q6_K) take it where they take a block pointer. */
+struct t32_ptr {
+    const uint8_t *t;
+    int lane, ch, off;
+    __device__ t32_ptr operator+(int k) const { return {t, lane, ch, off + k}; }
+};
+__device__ __forceinline__ uint32_t ldb(t32_ptr p) {
+    return __ldg(p.off < 16 * p.ch ? p.t + 512 * (p.off >> 4) + 16 * p.lane + (p.off & 15)
+                                   : p.t + 512 * p.ch + 2 * p.lane + (p.off - 16 * p.ch));
+}
+__device__ __forceinline__ uint32_t ld16(t32_ptr p) { return ldb(p) | ldb(p + 1) << 8; }
+
 /* core/fp16.h nib_fp16_to_f32, bit for bit (subnormals are man * 2^-24, exact). */
 __device__ __forceinline__ float dq_half(uint32_t h) {
     const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
@@ -215,12 +230,13 @@ struct dq_q3_K {
 };
 
 /* Q4_K/Q5_K scale and minimum of 32-element sub-block j (qk_unpack_scale_min) */
-__device__ __forceinline__ void dq_scale_min_k4(int j, const uint8_t *s, int &sc, int &m) {
+template <class P>
+__device__ __forceinline__ void dq_scale_min_k4(int j, P s, int &sc, int &m) {
     if (j < 4) {
         sc = (int)ldb(s + j) & 63;
         m = (int)ldb(s + j + 4) & 63;
     } else {
-        sc = (int)(ldb(s + j + 4) & 0xF) | (int)(ldb(s + j - 4) >> 6) << 4;
+        sc = (int)(ldb(s + j + 4) & 0xF) | (int)(ldb(s + (j - 4)) >> 6) << 4;
         m = (int)(ldb(s + j + 4) >> 4) | (int)(ldb(s + j) >> 6) << 4;
     }
 }
@@ -231,13 +247,14 @@ __device__ __forceinline__ void dq_scale_min_k4(int j, const uint8_t *s, int &sc
  * bit p of qh[m] is the fifth bit (qk_decode_q5_K). */
 template <bool Q5>
 struct dq_qk_affine {
-    static constexpr int QK = 256, BYTES = Q5 ? 176 : 144, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int p, float (&v)[PE]) {
+    static constexpr int QK = 256, BYTES = Q5 ? 176 : 144, PE = 32, CH = 9;
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const float d = dq_half(ld16(b)), dmin = dq_half(ld16(b + 2));
         int sc, mn;
         dq_scale_min_k4(p, b + 4, sc, mn);
         const float d1 = __fmul_rn(d, (float)sc), m1 = __fmul_rn(dmin, (float)mn);
-        const uint8_t *qs = b + (Q5 ? 48 : 16) + 32 * (p / 2);
+        const P qs = b + (Q5 ? 48 : 16) + 32 * (p / 2);
 #pragma unroll
         for (int m = 0; m < 32; m++) {
             int q = (int)(ldb(qs + m) >> (4 * (p % 2))) & 0xF;
@@ -253,8 +270,9 @@ typedef dq_qk_affine<true> dq_q5_K;
  * 208. qk_decode_q6_K with h = p/4, k = p%4: low nibble k/2 of
  * ql[64h + 32(k%2) + m], high bits 2k.. of qh[32h + m]; value - 32. */
 struct dq_q6_K { /* blocks in the device's 224-byte slots (gpu_layout.h) */
-    static constexpr int QK = 256, BYTES = NIB_CUDA_Q6_K_SLOT, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int p, float (&v)[PE]) {
+    static constexpr int QK = 256, BYTES = NIB_CUDA_Q6_K_SLOT, PE = 32, CH = 13;
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const float d = dq_half(ld16(b + 208));
         const int h = p / 4, k = p % 4;
 #pragma unroll
@@ -542,10 +560,10 @@ get_rows(const uint8_t *__restrict__ W, size_t row_bytes, int n_in, int n_out, c
  * needs; over a whole matrix they wrote at ~1 TB/s.) The values are the
  * reference decoder's, then rounded to fp16. */
 #define DQ16_THREADS 128
-template <class D>
+template <class D, bool TILED = false>
 __global__ void __launch_bounds__(DQ16_THREADS)
 dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int n_pieces_row, int64_t n_pieces,
-            __half *__restrict__ out) {
+            __half *__restrict__ out, size_t tile_bytes = 0) {
     constexpr int PPB = D::QK / D::PE;
     __shared__ __align__(16) __half tile[DQ16_THREADS * D::PE];
     for (int64_t base = (int64_t)blockIdx.x * DQ16_THREADS; base < n_pieces;
@@ -555,7 +573,12 @@ dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int n_pieces_row, i
             const int64_t row = P / n_pieces_row;
             const int p = (int)(P - row * n_pieces_row);
             float v[D::PE];
-            D::dec(W + (size_t)row * row_bytes + (size_t)(p / PPB) * D::BYTES, p % PPB, v);
+            if constexpr (TILED) {
+                const int64_t b = P / PPB; /* rows are whole blocks: the block in file order */
+                D::dec(t32_ptr{W + (size_t)(b / 32) * tile_bytes, (int)(b % 32), D::CH, 0}, (int)(P % PPB), v);
+            } else {
+                D::dec(W + (size_t)row * row_bytes + (size_t)(p / PPB) * D::BYTES, p % PPB, v);
+            }
             __half *t = tile + threadIdx.x * D::PE;
             if constexpr (D::PE % 8 == 0) {
 #pragma unroll
@@ -602,6 +625,15 @@ static void launch_dequant_f16(const nib_cuda_weight *w, __half *out, cudaStream
     const int64_t blocks = CEIL_DIV(n_pieces, DQ16_THREADS);
     dequant_f16<D><<<(unsigned)(blocks < (1 << 20) ? blocks : (1 << 20)), DQ16_THREADS, 0, st>>>(
         w->dev, w->row_bytes, n_pieces_row, n_pieces, out);
+}
+/* a tiled matrix's (Q4_K, Q6_K): tiles of 32 blocks, tile_bytes each */
+template <class D>
+static void launch_dequant_f16_t32(const nib_cuda_weight *w, __half *out, cudaStream_t st, size_t tile_bytes) {
+    const int n_pieces_row = (int)(w->n_in / D::PE);
+    const int64_t n_pieces = (int64_t)n_pieces_row * w->n_out;
+    const int64_t blocks = CEIL_DIV(n_pieces, DQ16_THREADS);
+    dequant_f16<D, true><<<(unsigned)(blocks < (1 << 20) ? blocks : (1 << 20)), DQ16_THREADS, 0, st>>>(
+        w->dev, w->row_bytes, n_pieces_row, n_pieces, out, tile_bytes);
 }
 
 template <class D>
@@ -682,6 +714,9 @@ extern "C" nib_status nib_cuda_get_rows(const nib_cuda_weight *w, const int32_t 
         return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_get_rows %s: out is not 16-byte aligned", r->kernel);
     if (((uintptr_t)ids & 3) != 0 || ((uintptr_t)out & 3) != 0)
         return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_get_rows %s: ids or out not 4-byte aligned", r->kernel);
+    if (w->t32_g)
+        return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_get_rows %s: the matrix is in the tiled GEMV layout (rows "
+                             "cannot be looked up)", r->kernel);
     const get_rows_args a = {w, ids, n_tok, scale, out, (cudaStream_t)stream};
     r->launch(&a);
     cudaError_t e = cudaGetLastError();
@@ -700,7 +735,10 @@ nib_status cuda_dequant_f16(const nib_cuda_weight *w, void *out, cudaStream_t st
     if (!r || !out || ((uintptr_t)out & 15) != 0 || w->n_in % r->piece != 0)
         return nib_error_set(err, NIB_ERR_ARG, "cuda_dequant_f16: no decoder for %s, out NULL or not 16-byte aligned, or "
                              "rows not whole pieces", w ? nib_type_name(w->type) : "a NULL weight");
-    r->launch_f16(w, (__half *)out, st);
+    if (w->t32_g && w->type == NIB_TYPE_Q4_K) launch_dequant_f16_t32<dq_q4_K>(w, (__half *)out, st, 9 * 512);
+    else if (w->t32_g && w->type == NIB_TYPE_Q6_K) launch_dequant_f16_t32<dq_q6_K>(w, (__half *)out, st, 13 * 512 + 64);
+    else if (w->t32_g) return nib_error_set(err, NIB_ERR_ARG, "cuda_dequant_f16: a tiled %s matrix", nib_type_name(w->type));
+    else r->launch_f16(w, (__half *)out, st);
     char what[160];
     snprintf(what, sizeof what, "launch of dequant_f16 (%s, n_in %lld, n_out %lld)", nib_type_name(w->type),
              (long long)w->n_in, (long long)w->n_out);

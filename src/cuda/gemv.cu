@@ -577,6 +577,9 @@ static nib_status matmul(const nib_cuda_weight *w, const float *x, const void *a
     if (s != NIB_OK) return s;
     mm_args a = {w, NULL, x, act_view(act, w->n_in, n_tok), y, best, n_tok, add ? 1 : 0, GLU_NONE, r->persistent,
                  (cudaStream_t)stream};
+    if (w->t32_g) /* tiled (gemv_tiled.cu) */
+        return launch_failed(cuda_t32_matmul(w, NULL, a.a, y, a.add, GLU_NONE, best, a.stream), "gemv_t32", w, n_tok,
+                             err);
     return launch_failed(r->launch(&a), r->kernel, w, n_tok, err);
 }
 
@@ -603,7 +606,11 @@ extern "C" nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib
     nib_status s = check_mm(r, gate, x, act, n_tok, h, err);
     if (s != NIB_OK) return s;
     const int act_kind = glu == NIB_CUDA_GLU_SILU ? GLU_SILU : GLU_GELU_TANH;
-    if (gate->type == up->type && r->launch_glu) {
+    if (gate->t32_g && up->t32_g && gate->type == up->type && gate->t32_g == up->t32_g && !gate->t32_ks)
+        return launch_failed(cuda_t32_matmul(gate, up, act_view(act, gate->n_in, n_tok), h, 0, act_kind, NULL,
+                                             (cudaStream_t)stream),
+                             "gemv_t32 (GLU)", gate, n_tok, err);
+    if (gate->type == up->type && r->launch_glu && !gate->t32_g && !up->t32_g) {
         mm_args a = {gate, up, x, act_view(act, gate->n_in, n_tok), h, NULL, n_tok, 0, act_kind, r->persistent,
                      (cudaStream_t)stream};
         return launch_failed(r->launch_glu(&a), r->kernel, gate, n_tok, err);
@@ -694,6 +701,7 @@ static bool part_is(const gemv_row *r, const nib_cuda_weight *w, int ks, int row
 static const pair_row *pair_get(const nib_cuda_weight *wa, const nib_cuda_weight *wb, int n_tok) {
     const gemv_row *ra = row_get(wa->type), *rb = row_get(wb->type);
     if (n_tok != 1 || wa->n_in != wb->n_in || !ra || !rb || !ra->plan || !rb->plan) return NULL;
+    if (wa->t32_g || wb->t32_g) return NULL; /* the parts read the file's layout */
     for (size_t i = 0; i < sizeof pair_rows / sizeof pair_rows[0]; i++) {
         const pair_row *p = &pair_rows[i];
         if (p->a == wa->type && p->b == wb->type && part_is(ra, wa, p->ks_a, p->r_a) &&

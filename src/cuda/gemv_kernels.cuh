@@ -54,7 +54,7 @@ __device__ __forceinline__ float glu_act(int act, float g) {
 /* x (n_tok rows of n floats, n % 32 == 0) to int8 blocks of 32, one warp per
  * block (act_q8.cuh). Row t's quants start at qs + t * qs_stride, its (d, s)
  * pairs at ds + t * (n / 32). */
-__global__ void quantize_act_q8(const float *__restrict__ x, int8_t *__restrict__ qs, float2 *__restrict__ ds, int n,
+static __global__ void quantize_act_q8(const float *__restrict__ x, int8_t *__restrict__ qs, float2 *__restrict__ ds, int n,
                                 int n_tok, int qs_stride, act_scale *sc) {
     pdl_launch_dependents();
     pdl_wait();
@@ -556,7 +556,7 @@ gemv_f16(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restric
 /* h = act(g) * u elementwise, for a feed-forward whose gate and up matrices
  * cannot share the fused kernel (different formats, or float weights):
  * g and u are n_tok rows of n, h may alias g. */
-__global__ void glu_rows(const float *g, const float *u, float *h, int64_t n, int act) {
+static __global__ void glu_rows(const float *g, const float *u, float *h, int64_t n, int act) {
     pdl_launch_dependents();
     pdl_wait();
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;

@@ -14,7 +14,11 @@
  * A/B of two builds in one run on the H200 (tg128 t/s, two pairs):
  * Llama-3-8B Q4_K_M (Q6_K in half its downs, its V and its LM head) 466.4 /
  * 469.7 -> 478.2 / 478.1, Llama-3-8B Q6_K 327.2 / 327.1 -> 360.9 / 360.9
- * (bench/gpu-decode-notes.md v43). */
+ * (bench/gpu-decode-notes.md v43).
+ * The tiled GEMV's matrices (gemv_tiled.cuh: Q4_K and Q6_K, chosen by
+ * nib_cuda_weight_tile after upload) take another layout again: tiles of 32
+ * blocks with their 16-byte chunks interleaved, Q6_K's 210-byte blocks as 13
+ * chunks and their d's apart, so without the slot's padding. */
 #ifndef NIB_CUDA_GPU_LAYOUT_H
 #define NIB_CUDA_GPU_LAYOUT_H
 

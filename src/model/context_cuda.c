@@ -139,6 +139,18 @@ static nib_status upload_matrix(nib_gpu *g, const nib_weight *w, nib_cuda_weight
     return NIB_OK;
 }
 
+/* A matrix read only as products (not looked up by row, not part of the
+ * Q/K/V pair kernel) into the tiled GEMV layout where it has one
+ * (nib_cuda_weight_tile); the device bytes move by the layout's padding. */
+static nib_status tile_matrix(nib_gpu *g, nib_cuda_weight *w, nib_error *err) {
+    if (!w) return NIB_OK;
+    const uint64_t before = nib_cuda_weight_bytes(w);
+    bool tiled = false;
+    nib_status s = nib_cuda_weight_tile(w, &tiled, err);
+    if (s == NIB_OK && tiled) g->dev_bytes = g->dev_bytes - before + nib_cuda_weight_bytes(w);
+    return s;
+}
+
 /* Q and K (and V when it shares their format) as one matrix: their rows
  * concatenated on the host, uploaded once. The products are the same numbers
  * (each output row is one row's dot either way); one launch instead of three
@@ -331,7 +343,7 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
     }
     if (upload_matrix(g, &m->tok_embd, &g->tok_embd, err)) goto fail;
     if (m->output.data == m->tok_embd.data) g->output = g->tok_embd;
-    else if (upload_matrix(g, &m->output, &g->output, err)) goto fail;
+    else if (upload_matrix(g, &m->output, &g->output, err) || tile_matrix(g, g->output, err)) goto fail;
     if (upload_vec(g, &m->output_norm, &g->output_norm, err)) goto fail;
     {
         /* per layer (Gemma 3's local and global layers have their own bases) */
@@ -363,7 +375,9 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
             upload_vec(g, &l->post_attn_norm, &L->post_attn_norm, err) ||
             upload_vec(g, &l->post_ffn_norm, &L->post_ffn_norm, err) || upload_vec(g, &l->q_norm, &L->q_norm, err) ||
             upload_vec(g, &l->k_norm, &L->k_norm, err) || upload_vec(g, &l->bq, &L->bq, err) ||
-            upload_vec(g, &l->bk, &L->bk, err) || upload_vec(g, &l->bv, &L->bv, err))
+            upload_vec(g, &l->bk, &L->bk, err) || upload_vec(g, &l->bv, &L->bv, err) ||
+            tile_matrix(g, L->wo, err) || tile_matrix(g, L->gate, err) || tile_matrix(g, L->up, err) ||
+            tile_matrix(g, L->down, err))
             goto fail;
         const nib_weight *qkv[] = {&l->wq, &l->wk, &l->wv}, *ffn[] = {&l->gate, &l->up};
         L->attn_defer = defer_ok(qkv, 3);

@@ -63,7 +63,7 @@ static const shape shapes[] = {
 };
 
 /* Runs one case; returns false on a failed check (CHECKs already counted). */
-static void check_case(nib_type t, int64_t n_in, int64_t n_out) {
+static void check_case(nib_type t, int64_t n_in, int64_t n_out, bool tiled) {
     nib_error err = {0};
     size_t rb = 0;
     if (!nib_row_bytes(t, n_in, &rb)) return;  /* shape not whole blocks of this format */
@@ -82,6 +82,13 @@ static void check_case(nib_type t, int64_t n_in, int64_t n_out) {
     nib_status s = nib_cuda_weight_upload(t, W, n_in, n_out, &w, &err);
     CHECK(s == NIB_OK, "%s %lldx%lld upload: %s", nib_type_name(t), (long long)n_in, (long long)n_out, err.msg);
     if (s != NIB_OK) goto done;
+    if (tiled) { /* the same checks on the tiled layout, where the shape has it */
+        bool did = false;
+        s = nib_cuda_weight_tile(w, &did, &err);
+        CHECK(s == NIB_OK, "%s %lldx%lld tile: %s", nib_type_name(t), (long long)n_in, (long long)n_out, err.msg);
+        if (s != NIB_OK || !did) goto done;
+        printf("      (tiled)");
+    }
     dx = nib_cuda_alloc(sizeof(float) * (size_t)n_in, &err);
     dy = nib_cuda_alloc(sizeof(float) * (size_t)n_out, &err);
     size_t sb = nib_cuda_gemv_scratch_bytes(w);
@@ -163,7 +170,100 @@ static nib_type cur_type;
 
 static void test_gemv_format(void) {
     rng_seed(1000 + (uint64_t)cur_type);
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_case(cur_type, shapes[i].n_in, shapes[i].n_out);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_case(cur_type, shapes[i].n_in, shapes[i].n_out, false);
+}
+
+/* The tiled layout (nib_cuda_weight_tile): the CPU checks above on the
+ * shapes it takes (Q4_K, Q6_K; rows a multiple of 2048), then every other
+ * reader of a tiled matrix against the same matrix in the file's layout:
+ * 3 prompt tokens, the gate/up GLU on 3, the fused argmax. Other summation order
+ * than the item kernels: within 1e-5 of the largest |y|, plus the same
+ * argmax row (random rows: a near-tie at the top is ~1e-5 likely). */
+static int64_t compare_rows(const float *a, const float *b, int64_t n, double *worst) {
+    double mx = 0.0, d = 0.0;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) mx = fabs((double)a[i]) > mx ? fabs((double)a[i]) : mx;
+    for (int64_t i = 0; i < n; i++) {
+        const double e = fabs((double)a[i] - (double)b[i]);
+        if (!(e <= 1e-5 * mx)) bad++; /* NaN fails */
+        d = e > d ? e : d;
+    }
+    *worst = mx > 0 ? d / mx : 0.0;
+    return bad;
+}
+static void tiled_paths(nib_type t, int64_t n_in, int64_t n_out) {
+    nib_error err = {0};
+    size_t rb = 0;
+    nib_row_bytes(t, n_in, &rb);
+    const int nt = 3;
+    uint8_t *Wg = malloc(rb * (size_t)n_out), *Wu = malloc(rb * (size_t)n_out);
+    float *x = malloc(sizeof(float) * (size_t)(n_in * nt));
+    float *y1 = malloc(sizeof(float) * (size_t)(n_out * nt)), *y2 = malloc(sizeof(float) * (size_t)(n_out * nt));
+    random_rows(t, Wg, n_in, n_out);
+    random_rows(t, Wu, n_in, n_out);
+    for (int64_t i = 0; i < n_in * nt; i++) x[i] = (float)rng_normal();
+    nib_cuda_weight *g[2] = {NULL, NULL}, *u[2] = {NULL, NULL}; /* [0] file layout, [1] tiled */
+    float *dx = nib_cuda_alloc(sizeof(float) * (size_t)(n_in * nt), &err);
+    float *dy = nib_cuda_alloc(sizeof(float) * (size_t)(n_out * nt), &err);
+    float *tmp = nib_cuda_alloc(sizeof(float) * (size_t)(n_out * nt), &err);
+    void *act = nib_cuda_alloc(nib_cuda_act_bytes(n_in, nt), &err);
+    uint64_t *key = nib_cuda_alloc(sizeof(uint64_t), &err);
+    uint64_t keys[2] = {0, 0};
+    bool did = false;
+    nib_status s = dx && dy && tmp && act && key ? NIB_OK : NIB_ERR_NOMEM;
+    for (int k = 0; k < 2 && s == NIB_OK; k++) {
+        s = nib_cuda_weight_upload(t, Wg, n_in, n_out, &g[k], &err);
+        if (s == NIB_OK) s = nib_cuda_weight_upload(t, Wu, n_in, n_out, &u[k], &err);
+        if (s == NIB_OK && k == 1) s = nib_cuda_weight_tile(g[1], &did, &err);
+        if (s == NIB_OK && k == 1) s = nib_cuda_weight_tile(u[1], &did, &err);
+    }
+    CHECK(s == NIB_OK && did, "%s %lldx%lld: upload/tile: %s (tiled %d)", nib_type_name(t), (long long)n_in,
+          (long long)n_out, err.msg, (int)did);
+    if (s != NIB_OK || !did) goto done;
+    s = nib_cuda_copy_to_device(dx, x, sizeof(float) * (size_t)(n_in * nt), &err);
+    const char *what[3] = {"3 tokens", "GLU, 3 tokens", "argmax"};
+    for (int c = 0; c < 3 && s == NIB_OK; c++) {
+        float *out[2] = {y1, y2};
+        s = nib_cuda_act_quantize(dx, n_in, c == 2 ? 1 : nt, act, NULL, &err);
+        for (int k = 0; k < 2 && s == NIB_OK; k++) {
+            s = nib_cuda_fill_f32(dy, NAN, (size_t)(n_out * nt), &err);
+            if (s == NIB_OK && c == 0) s = nib_cuda_matmul(g[k], dx, act, nt, dy, false, NULL, &err);
+            if (s == NIB_OK && c == 1)
+                s = nib_cuda_matmul_glu(g[k], u[k], dx, act, nt, NIB_CUDA_GLU_SILU, dy, tmp, NULL, &err);
+            if (s == NIB_OK && c == 2 && (s = nib_cuda_fill_f32((float *)key, 0.0f, 2, &err)) == NIB_OK)
+                s = nib_cuda_matmul_argmax(g[k], dx, act, dy, key, NULL, &err);
+            if (s == NIB_OK) s = nib_cuda_sync(&err);
+            if (s == NIB_OK) s = nib_cuda_copy_to_host(out[k], dy, sizeof(float) * (size_t)(n_out * nt), &err);
+            if (s == NIB_OK && c == 2) s = nib_cuda_copy_to_host(&keys[k], key, sizeof(uint64_t), &err);
+        }
+        CHECK(s == NIB_OK, "%s tiled %s: %s", nib_type_name(t), what[c], err.msg);
+        if (s != NIB_OK) break;
+        double worst = 0.0;
+        const int64_t n = c == 2 ? n_out : n_out * nt;
+        const int64_t bad = compare_rows(y1, y2, n, &worst);
+        CHECK(bad == 0, "%s %lldx%lld tiled %s: %lld of %lld outputs differ by more than 1e-5 of max |y|",
+              nib_type_name(t), (long long)n_in, (long long)n_out, what[c], (long long)bad, (long long)n);
+        if (c == 2)
+            CHECK((uint32_t)keys[0] == (uint32_t)keys[1], "%s tiled argmax: row %u, file layout %u", nib_type_name(t),
+                  0xFFFFFFFFu - (uint32_t)keys[1], 0xFFFFFFFFu - (uint32_t)keys[0]);
+        printf("      %-5s %6lld x %-6lld tiled %-13s max |diff| %.1e of max |y|\n", nib_type_name(t), (long long)n_in,
+               (long long)n_out, what[c], worst);
+    }
+done:
+    for (int k = 0; k < 2; k++) nib_cuda_weight_free(g[k]), nib_cuda_weight_free(u[k]);
+    nib_cuda_free(dx), nib_cuda_free(dy), nib_cuda_free(tmp), nib_cuda_free(act), nib_cuda_free(key);
+    free(Wg), free(Wu), free(x), free(y1), free(y2);
+}
+static void test_tiled(void) {
+    const nib_type types[2] = {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K};
+    rng_seed(77);
+    for (int i = 0; i < 2; i++) {
+        for (size_t j = 0; j < sizeof shapes / sizeof shapes[0]; j++)
+            check_case(types[i], shapes[j].n_in, shapes[j].n_out, true);
+        check_case(types[i], 14336, 1030, true); /* Q6_K's split long rows: 7 tiles a 4-row group */
+        tiled_paths(types[i], 4096, 2051);
+        tiled_paths(types[i], 2048, 517);
+    }
 }
 
 static void test_errors(void) {
@@ -192,6 +292,7 @@ int main(void) {
         snprintf(name, sizeof name, "gemv_%s (%s)", nib_type_name(cur_type), nib_cuda_gemv_path(cur_type));
         test_run(name, test_gemv_format);
     }
+    RUN(test_tiled);
     RUN(test_errors);
     return test_summary();
 }

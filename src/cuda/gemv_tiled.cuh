@@ -1,0 +1,325 @@
+/* Tiled GEMV: one lane takes one whole weight block, and the blocks are laid
+ * out on the device so that every load instruction of a warp reads 512
+ * contiguous bytes.
+ *
+ * Why. The item kernels of gemv_kernels.cuh (a lane takes a 64-element slice
+ * of a block, rows share the activation loads) spend ~23 warp instructions
+ * per Q4_K block, and Nsight Compute has their warps alternating between
+ * waiting on loads and issuing (45% of cycles issued on 14336 x 4096, the
+ * memory pipes 14% busy): instruction bound more than byte bound
+ * (bench/gpu-decode-notes.md v38, v41). Here a lane reads its block with
+ * CH 16-byte loads, takes the block's activation (256 int8 and 8 (d, s)
+ * pairs) from a copy in shared memory made once per thread block, and
+ * decodes the scales once per block, not once per item: ~7 warp instructions
+ * a block.
+ *
+ * Layout (t32). The matrix's blocks in file order (row after row) are cut
+ * into tiles of 32; a tile is CH chunks of 512 bytes, chunk c holding bytes
+ * 16c..16c+15 of the tile's 32 blocks in order. Lane l of a warp loads chunk
+ * c at 16 l: one fully used 512-byte span per instruction. The last tile is
+ * padded with zero blocks. A format's block must be a multiple of 16 bytes
+ * on the device (Q4_K 144; Q6_K's 224-byte slots, gpu_layout.h).
+ *
+ * Rows. A tile's 32 blocks may belong to several rows. A warp takes G rows
+ * at a time, G the smallest of 1, 2, 4, 8 with G * (blocks a row) a multiple
+ * of 32, so its T = G * nb / 32 tiles hold exactly its rows (a 4096-wide
+ * Q4_K row is 16 blocks: G = 2, T = 1; 14336 is 56: G = 4, T = 7). Each lane
+ * adds its block's dot into the accumulator of its block's row; after the
+ * group's last tile G warp sums give the rows. The next tile's loads are in
+ * flight while a lane computes the current one (two register buffers).
+ * Where it runs (gemv_tiled.cu) and what it measured: bench/gpu-decode-notes.md v55. */
+#ifndef NIB_CUDA_GEMV_TILED_CUH
+#define NIB_CUDA_GEMV_TILED_CUH
+
+#include "cuda/gemv_kernels.cuh"
+
+/* dp4a of 4 unsigned bytes with 4 signed ones */
+__device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
+    int d;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+/* A lane's block in registers: CH 16-byte chunks, and (Q6_K) its fp16 d,
+ * which the tile keeps apart (32 of them after the chunks) so that the
+ * 210-byte block is 13 whole chunks and moves no padding. */
+template <int CH>
+struct t32_w {
+    uint4 c[CH];
+    uint32_t d;
+};
+
+/* The activation of one 256-element block in shared memory: 256 quants at 0,
+ * 8 (d, s) pairs at 256, and for Q6_K the 16 sums of 16 quants at 320 (its
+ * -32 offset then costs one multiply-add a 16 elements). F::ACT, the bytes a
+ * block takes there, is 4 banks past a multiple of 32 (336 = 84 words, 400 =
+ * 100), so 8 lanes on 8 consecutive blocks read 16-byte pieces without bank
+ * conflicts. */
+
+/* Q4_K: bytes 0-15 d, dmin and the 12 scale bytes; 16-143 qs. A high nibble
+ * is dotted in place (q & 0xF0: 16 times its value, exact in int32), and the
+ * 16 comes back out as an exact fp32 factor of 1/16. */
+struct t32_q4_K {
+    static constexpr int QK = 256, BYTES = 144, CH = 9, TILE = CH * 512, ACT = 336;
+    static constexpr bool HAS_D = false, SUMS16 = false;
+    static __device__ __forceinline__ float dot(const t32_w<CH> &w, const uint8_t *act) {
+        const uint32_t s0 = w.c[0].y, s1 = w.c[0].z, s2 = w.c[0].w;
+        const uint32_t sc_lo = s0 & 0x3F3F3F3Fu, m_lo = s1 & 0x3F3F3F3Fu;
+        const uint32_t sc_hi = (s2 & 0x0F0F0F0Fu) | ((s0 >> 2) & 0x30303030u);
+        const uint32_t m_hi = ((s2 >> 4) & 0x0F0F0F0Fu) | ((s1 >> 2) & 0x30303030u);
+        float fs = 0.0f, fm = 0.0f;
+#pragma unroll
+        for (int c = 0; c < 4; c++) { /* 64 elements: sub-block 2c in the low nibbles, 2c + 1 in the high */
+            const uint4 qa = w.c[1 + 2 * c], qb = w.c[2 + 2 * c];
+            const uint32_t q[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
+            const int4 a0 = *(const int4 *)(act + 64 * c), a1 = *(const int4 *)(act + 64 * c + 16);
+            const int4 a2 = *(const int4 *)(act + 64 * c + 32), a3 = *(const int4 *)(act + 64 * c + 48);
+            const int al[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            const int ah[8] = {a2.x, a2.y, a2.z, a2.w, a3.x, a3.y, a3.z, a3.w};
+            int lo = 0, hi = 0;
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                lo = dp4a_us(q[k] & 0x0F0F0F0Fu, al[k], lo);
+                hi = dp4a_us(q[k] & 0xF0F0F0F0u, ah[k], hi);
+            }
+            const float4 dd = *(const float4 *)(act + 256 + 16 * c); /* (d, s) of sub-blocks 2c and 2c + 1 */
+            const uint32_t scw = c < 2 ? sc_lo : sc_hi, mw = c < 2 ? m_lo : m_hi;
+            const int sh = 16 * (c & 1);
+            const int sc0 = (scw >> sh) & 0xFF, sc1 = (scw >> (sh + 8)) & 0xFF;
+            const int m0 = (mw >> sh) & 0xFF, m1 = (mw >> (sh + 8)) & 0xFF;
+            fs += (float)(sc0 * lo) * dd.x + (float)(sc1 * hi) * 0.0625f * dd.z;
+            fm += (float)m0 * dd.y + (float)m1 * dd.w;
+        }
+        return h2f(w.c[0].x) * fs - h2f(w.c[0].x >> 16) * fm;
+    }
+};
+
+/* Q6_K: chunks 0-7 ql, 8-11 qh, 12 the 16 signed scales; d apart. Element
+ * 128h + 32q + l (half h, quarter q) is ql[64h + 32(q & 1) + l] >> 4(q >> 1)
+ * (4 bits) | (qh[32h + l] >> 2q & 3) << 4, minus 32 (as fmt_q6_K). The 32
+ * comes off as 32 times the activation's sum over each 16 elements. */
+struct t32_q6_K {
+    static constexpr int QK = 256, BYTES = 210, CH = 13, TILE = CH * 512 + 64, ACT = 400;
+    static constexpr bool HAS_D = true, SUMS16 = true;
+    static __device__ __forceinline__ float dot(const t32_w<CH> &w, const uint8_t *act) {
+        const uint32_t sc[4] = {w.c[12].x, w.c[12].y, w.c[12].z, w.c[12].w};
+        float acc = 0.0f;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint32_t la[8] = {w.c[4 * h].x, w.c[4 * h].y, w.c[4 * h].z, w.c[4 * h].w,
+                                    w.c[4 * h + 1].x, w.c[4 * h + 1].y, w.c[4 * h + 1].z, w.c[4 * h + 1].w};
+            const uint32_t lb[8] = {w.c[4 * h + 2].x, w.c[4 * h + 2].y, w.c[4 * h + 2].z, w.c[4 * h + 2].w,
+                                    w.c[4 * h + 3].x, w.c[4 * h + 3].y, w.c[4 * h + 3].z, w.c[4 * h + 3].w};
+            const uint32_t hb[8] = {w.c[8 + 2 * h].x, w.c[8 + 2 * h].y, w.c[8 + 2 * h].z, w.c[8 + 2 * h].w,
+                                    w.c[9 + 2 * h].x, w.c[9 + 2 * h].y, w.c[9 + 2 * h].z, w.c[9 + 2 * h].w};
+            const int4 s16 = *(const int4 *)(act + 320 + 32 * h), s16b = *(const int4 *)(act + 336 + 32 * h);
+            const int sums[8] = {s16.x, s16.y, s16.z, s16.w, s16b.x, s16b.y, s16b.z, s16b.w};
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const uint8_t *ap = act + 128 * h + 32 * q;
+                const int4 a0 = *(const int4 *)ap, a1 = *(const int4 *)(ap + 16);
+                const int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+                int s0 = 0, s1 = 0;
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    const uint32_t l = (q & 1) ? lb[k] : la[k];
+                    const uint32_t hi = 2 * q <= 4 ? (hb[k] << (4 - 2 * q)) : (hb[k] >> (2 * q - 4));
+                    const uint32_t v = ((l >> (4 * (q >> 1))) & 0x0F0F0F0Fu) | (hi & 0x30303030u);
+                    if (k < 4) s0 = __dp4a((int)v, a[k], s0);
+                    else s1 = __dp4a((int)v, a[k], s1);
+                }
+                const int j = 8 * h + 2 * q; /* the scales of the quarter's two 16-element sub-blocks */
+                const int sc0 = (int)(int8_t)(sc[j >> 2] >> (8 * (j & 3))), sc1 = (int)(int8_t)(sc[j >> 2] >> (8 * (j & 3) + 8));
+                const float da = *(const float *)(act + 256 + 8 * (4 * h + q));
+                acc += da * (float)(sc0 * (s0 - 32 * sums[2 * q]) + sc1 * (s1 - 32 * sums[2 * q + 1]));
+            }
+        }
+        return h2f(w.d) * acc;
+    }
+};
+
+/* rows a warp takes at a time for nb blocks a row: the smallest G of 1, 2,
+ * 4, 8 with G * nb a multiple of 32; 0 when none (the item kernels serve) */
+static inline int t32_group_rows(int nb) {
+    for (int g = 1; g <= 8; g *= 2)
+        if ((g * nb) % 32 == 0) return g;
+    return 0;
+}
+
+/* lane's block of tile t */
+template <class F>
+__device__ __forceinline__ void t32_load(const uint8_t *__restrict__ Wt, size_t t, int lane, t32_w<F::CH> &w) {
+    const uint8_t *p = Wt + t * F::TILE;
+#pragma unroll
+    for (int c = 0; c < F::CH; c++) w.c[c] = __ldg((const uint4 *)(p + 512 * c) + lane);
+    if (F::HAS_D) w.d = __ldg((const unsigned short *)(p + F::CH * 512) + lane);
+}
+
+/* The call's activation into shared memory (every thread of the block): 20
+ * 16-byte pieces a 256-element block (16 of quants, 4 of (d, s) pairs); a
+ * quant piece is one 16-element sub-block, whose sum (Q6_K) its thread
+ * writes too. A thread issues all its loads before its first store (up to
+ * T32_FILL_MAX pieces a pass): one L2 round trip, not one a piece. */
+#define T32_FILL_MAX 8
+template <class F>
+__device__ __forceinline__ void t32_fill(uint8_t *act, const act_q8 &a, int nb) {
+    const int total = nb * 20;
+    for (int base = 0; base < total; base += T32_FILL_MAX * (int)blockDim.x) {
+        uint4 v[T32_FILL_MAX];
+#pragma unroll
+        for (int k = 0; k < T32_FILL_MAX; k++) {
+            const int i = base + k * (int)blockDim.x + (int)threadIdx.x, s = i / 20, p = i % 20;
+            if (i < total)
+                v[k] = p < 16 ? __ldg((const uint4 *)(a.xq + (size_t)s * 256) + p)
+                              : __ldg((const uint4 *)(a.xds + (size_t)s * 8) + (p - 16));
+        }
+#pragma unroll
+        for (int k = 0; k < T32_FILL_MAX; k++) {
+            const int i = base + k * (int)blockDim.x + (int)threadIdx.x, s = i / 20, p = i % 20;
+            if (i >= total) break;
+            *(uint4 *)(act + s * F::ACT + 16 * p) = v[k];
+            if (F::SUMS16 && p < 16)
+                *(int *)(act + s * F::ACT + 320 + 4 * p) =
+                    __dp4a((int)v[k].w, 0x01010101,
+                           __dp4a((int)v[k].z, 0x01010101,
+                                  __dp4a((int)v[k].y, 0x01010101, __dp4a((int)v[k].x, 0x01010101, 0))));
+        }
+    }
+    __syncthreads();
+}
+
+/* the row of lane's block in its group's tile j, and that block's place in the row */
+template <int G>
+__device__ __forceinline__ int t32_row(int j, int lane, int nb, int &sb) {
+    const int x = j * 32 + lane;
+    int r = 0;
+#pragma unroll
+    for (int q = 1; q < G; q++) r += x >= q * nb;
+    sb = x - r * nb;
+    return r;
+}
+
+/* y[row] = W[row] . x (+ y[row] when add) for one token; GLU: h[row] =
+ * act(Wg[row] . x) * (Wu[row] . x), a group's tiles of Wg then its tiles of
+ * Wu (two tiled matrices of one shape). best: the fused argmax's key
+ * (row_key, gemv_kernels.cuh), or NULL. Shared memory: nb * F::ACT. Launch
+ * any grid: warps loop over row groups. */
+template <class F, int WARPS, int G, bool GLU>
+__global__ void __launch_bounds__(WARPS * 32)
+gemv_t32(const uint8_t *__restrict__ Wt, const uint8_t *__restrict__ Wu, act_q8 a, float *__restrict__ y, int n_in,
+         int n_out, int add, int act, unsigned long long *best) {
+    extern __shared__ __align__(16) uint8_t t32_act[];
+    pdl_launch_dependents();
+    const int lane = threadIdx.x & 31;
+    const int nb = n_in / F::QK, T = G * nb / 32, TT = GLU ? 2 * T : T; /* tiles a group */
+    const int n_groups = (n_out + G - 1) / G;
+    const int gw = blockIdx.x * WARPS + (threadIdx.x >> 5), n_warps = gridDim.x * WARPS;
+    const int count = gw < n_groups ? ((n_groups - 1 - gw) / n_warps + 1) * TT : 0; /* tiles this warp takes */
+    int lg = gw, lj = 0; /* the load cursor: group lg, its tile lj */
+    auto load = [&](t32_w<F::CH> &w) {
+        const bool up = GLU && lj >= T;
+        t32_load<F>(up ? Wu : Wt, (size_t)lg * T + (up ? lj - T : lj), lane, w);
+        if (++lj == TT) lj = 0, lg += n_warps;
+    };
+    t32_w<F::CH> A, B;
+    if (count > 0) load(A); /* weights depend on no kernel: before the wait */
+    pdl_wait();
+    const double rsp = act_rs_begin(a, lane); /* its load in flight with the fill's */
+    t32_fill<F>(t32_act, a, nb);
+    unsigned long long mine = 0;
+    if (count > 0) {
+        const float rs = act_rs_end(rsp);
+        float acc[G], accu[G];
+#pragma unroll
+        for (int q = 0; q < G; q++) acc[q] = 0.0f, accu[q] = 0.0f;
+        int cg = gw, cj = 0; /* the compute cursor */
+        auto step = [&](const t32_w<F::CH> &w) {
+            const bool up = GLU && cj >= T;
+            int sb;
+            const int r = t32_row<G>(up ? cj - T : cj, lane, nb, sb);
+            const float v = F::dot(w, t32_act + sb * F::ACT);
+#pragma unroll
+            for (int q = 0; q < G; q++) {
+                acc[q] += r == q && !up ? v : 0.0f;
+                if (GLU) accu[q] += r == q && up ? v : 0.0f;
+            }
+            if (++cj == TT) { /* the group's rows are complete */
+                float out[G];
+#pragma unroll
+                for (int q = 0; q < G; q++) {
+                    out[q] = warp_sum(acc[q]) * rs, acc[q] = 0.0f;
+                    if (GLU) out[q] = glu_act(act, out[q]) * (warp_sum(accu[q]) * rs), accu[q] = 0.0f;
+                }
+                if (lane == 0)
+#pragma unroll
+                    for (int q = 0; q < G; q++) {
+                        const int row = cg * G + q;
+                        if (row >= n_out) break;
+                        const float v2 = add ? y[row] + out[q] : out[q];
+                        y[row] = v2;
+                        const unsigned long long k = row_key(v2, row);
+                        mine = k > mine ? k : mine;
+                    }
+                cj = 0, cg += n_warps;
+            }
+        };
+        for (int k = 0; k < count; k += 2) {
+            if (k + 1 < count) load(B);
+            step(A);
+            if (k + 2 < count) load(A);
+            if (k + 1 < count) step(B);
+        }
+    }
+    if (best) block_offer_best(best, mine);
+}
+
+/* Split K for long rows: the T tiles of a group go to the T warps of a block
+ * (WARPS == T, checked by the launcher), one each, and the warps add their
+ * parts through shared memory; blocks loop over groups. A 14336-wide Q4_K
+ * row group (G = 4, T = 7) is otherwise one warp's 7 tiles in a row, and
+ * 4096 rows make only 1024 such warps. */
+template <class F, int WARPS, int G>
+__global__ void __launch_bounds__(WARPS * 32)
+gemv_t32_ks(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_in, int n_out, int add) {
+    extern __shared__ __align__(16) uint8_t t32_act[];
+    __shared__ float part[2][WARPS][G];
+    pdl_launch_dependents();
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int nb = n_in / F::QK;
+    const int n_groups = (n_out + G - 1) / G;
+    const int count = (int)blockIdx.x < n_groups ? (n_groups - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+    int sb;
+    const int r = t32_row<G>(warp, lane, nb, sb); /* the same tile of every group */
+    t32_w<F::CH> A, B;
+    if (count > 0) t32_load<F>(Wt, (size_t)blockIdx.x * WARPS + warp, lane, A);
+    pdl_wait();
+    const double rsp = act_rs_begin(a, lane);
+    t32_fill<F>(t32_act, a, nb);
+    const float rs = act_rs_end(rsp);
+    const uint8_t *xa = t32_act + sb * F::ACT;
+    auto step = [&](const t32_w<F::CH> &w, int k) {
+        const float v = F::dot(w, xa);
+        float out[G];
+#pragma unroll
+        for (int q = 0; q < G; q++) out[q] = warp_sum(r == q ? v : 0.0f);
+        if (lane == 0)
+#pragma unroll
+            for (int q = 0; q < G; q++) part[k & 1][warp][q] = out[q];
+        __syncthreads();
+        if (warp == 0 && lane < G) {
+            float s = 0.0f;
+#pragma unroll
+            for (int w2 = 0; w2 < WARPS; w2++) s += part[k & 1][w2][lane];
+            const int row = ((int)blockIdx.x + k * (int)gridDim.x) * G + lane;
+            if (row < n_out) y[row] = add ? y[row] + s * rs : s * rs;
+        }
+    };
+    for (int k = 0; k < count; k += 2) {
+        if (k + 1 < count) t32_load<F>(Wt, ((size_t)blockIdx.x + (size_t)(k + 1) * gridDim.x) * WARPS + warp, lane, B);
+        step(A, k);
+        if (k + 2 < count) t32_load<F>(Wt, ((size_t)blockIdx.x + (size_t)(k + 2) * gridDim.x) * WARPS + warp, lane, A);
+        if (k + 1 < count) step(B, k + 1);
+    }
+}
+
+#endif
