@@ -835,13 +835,11 @@ static void run_t32(const lab_ctx *c) {
         else
             gemv_t32_ks<F, WARPS, G><<<grid, WARPS * 32, smem, c->st>>>(c->W, a, c->y, c->n_in, c->n_out, 0);
     } else {
-        const int rows = GLU ? c->n_out / 2 : c->n_out; /* GLU: gate, then up */
-        const uint8_t *wu = c->W + (size_t)(rows / G) * (G * nb / 32) * F::TILE;
-        if (lab_pdl)
-            CK(pdl_launch(gemv_t32<F, WARPS, G, GLU>, dim3(grid), dim3(WARPS * 32), (size_t)smem, c->st, c->W, wu, a,
-                          c->y, c->n_in, rows, 0, (int)GLU_SILU, (unsigned long long *)NULL));
+        if (lab_pdl) /* GLU: the rows read as (gate, up) pairs */
+            CK(pdl_launch(gemv_t32<F, WARPS, G, GLU>, dim3(grid), dim3(WARPS * 32), (size_t)smem, c->st, c->W, a,
+                          c->y, c->n_in, c->n_out, 0, (int)GLU_SILU, (unsigned long long *)NULL));
         else
-            gemv_t32<F, WARPS, G, GLU><<<grid, WARPS * 32, smem, c->st>>>(c->W, wu, a, c->y, c->n_in, rows, 0,
+            gemv_t32<F, WARPS, G, GLU><<<grid, WARPS * 32, smem, c->st>>>(c->W, a, c->y, c->n_in, c->n_out, 0,
                                                                          (int)GLU_SILU, (unsigned long long *)NULL);
     }
 }
@@ -881,14 +879,13 @@ static void check_t32(const char *name, float *x, int8_t *xq, float2 *xds, act_s
     fill_random<<<2048, 256>>>((uint32_t *)W, (rb * rows + 256) / 4, 4242u + (uint32_t)k + (uint32_t)n);
     set_d<<<1024, 256>>>(W, n_blocks, FL::BYTES, d_off);
     if (d_off == 0) set_d<<<1024, 256>>>(W + 2, n_blocks, FL::BYTES, 0); /* dmin */
-    CK(cudaMemcpy(Wi, W, rb * rows, cudaMemcpyDeviceToDevice));
-    const size_t half = (size_t)n * (k / F::QK), half_tiled = (half + 31) / 32 * F::TILE; /* GLU: gate, then up */
-    if (GLU) {
-        tile_t32<F><<<1024, 256>>>(Wi, Wt, half, FL::BYTES);
-        tile_t32<F><<<1024, 256>>>(Wi + rb * n, Wt + half_tiled, half, FL::BYTES);
+    if (GLU) { /* gate rows 0..n-1, up rows n..2n-1 -> (gate i, up i) pairs */
+        CK(cudaMemcpy2D(Wi, 2 * rb, W, rb, rb, n, cudaMemcpyDeviceToDevice));
+        CK(cudaMemcpy2D(Wi + rb, 2 * rb, W + rb * n, rb, rb, n, cudaMemcpyDeviceToDevice));
     } else {
-        tile_t32<F><<<1024, 256>>>(Wi, Wt, n_blocks, FL::BYTES);
+        CK(cudaMemcpy(Wi, W, rb * rows, cudaMemcpyDeviceToDevice));
     }
+    tile_t32<F><<<1024, 256>>>(Wi, Wt, n_blocks, FL::BYTES);
     quantize_act_q8<<<CEIL_DIV(k, 256), 256>>>(x, xq, xds, k, 1, k, sc);
     act_q8 a;
     a.xq = xq, a.xds = xds, a.qs_stride = k, a.n_tok = 1, a.sc = sc;
@@ -900,7 +897,7 @@ static void check_t32(const char *name, float *x, int8_t *xq, float2 *xds, act_s
     const int smem = (k / F::QK) * F::ACT;
     if (KS) gemv_t32_ks<F, WARPS, G><<<sm_count, WARPS * 32, smem>>>(Wt, a, y2, k, (int)rows, 0);
     else
-        gemv_t32<F, WARPS, G, GLU><<<sm_count, WARPS * 32, smem>>>(Wt, Wt + half_tiled, a, y2, k, n, 0, (int)GLU_SILU,
+        gemv_t32<F, WARPS, G, GLU><<<sm_count, WARPS * 32, smem>>>(Wt, a, y2, k, (int)rows, 0, (int)GLU_SILU,
                                                                   (unsigned long long *)NULL);
     CK_LAUNCH("t32 check");
     report_close(name, k, n, y1, y2, GLU ? "h" : "y");

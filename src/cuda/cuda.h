@@ -96,6 +96,11 @@ void nib_cuda_weight_free(nib_cuda_weight *w);
  * products (not by nib_cuda_get_rows or the pair kernel). NIB_CUDA_TILED=0
  * in the environment keeps every matrix in the file's layout. */
 nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_error *err);
+/* The same for a feed-forward's gate and up (one shape and format), tiled
+ * together as one matrix of interleaved rows for the gate/up kernel: from
+ * then on they are used only together, by nib_cuda_matmul_glu (and freed
+ * each as before; the gate's allocation holds both). */
+nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_weight *up, bool *tiled, nib_error *err);
 size_t nib_cuda_weight_bytes(const nib_cuda_weight *w);  /* bytes of the rows, without padding */
 /* The device bytes of a matrix of `file_bytes` in the file: more for the
  * formats the device keeps in wider block slots (cuda/gpu_layout.h). */

@@ -237,7 +237,7 @@ extern "C" nib_status nib_cuda_weight_upload(nib_type type, const void *host, in
 
 extern "C" void nib_cuda_weight_free(nib_cuda_weight *w) {
     if (!w) return;
-    cudaFree(w->dev);
+    if (w->t32_pair != 2) cudaFree(w->dev); /* a tiled pair's up shares its gate's allocation */
     free(w);
 }
 

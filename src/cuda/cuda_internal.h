@@ -54,7 +54,9 @@ struct nib_cuda_weight {
     unsigned stream_stage;   /* its bytes a stage */
     int t32_g;               /* tiled (gemv_tiled.cuh): rows a warp group; 0: the file's layout (slots for Q6_K) */
     int t32_ks;              /* tiled, long rows: the split kernel (a group's tiles over the warps of a block) */
-    int t32_grid, t32_grid_glu; /* their persistent grids */
+    int t32_pair;            /* a gate/up pair tiled as one matrix of interleaved rows: 1 the gate (its dev
+                                owns the allocation), 2 the up (dev the same allocation); 0 not a pair */
+    int t32_grid;            /* the tiled kernel's persistent grid */
 };
 
 /* Activation scratch (nib_cuda_act_quantize): n_tok rows of n int8 quants,
@@ -67,10 +69,11 @@ static inline size_t cuda_act_scale_off(int64_t n, int n_tok) {
 }
 
 struct act_q8; /* gemv_kernels.cuh */
-/* gemv_tiled.cu: y = W x (GLU with up: h = act(W x) * (up x)) for a.n_tok
- * tokens on tiled matrices, one token a launch */
-cudaError_t cuda_t32_matmul(const nib_cuda_weight *w, const nib_cuda_weight *up, const act_q8 &a, float *y, int add,
-                            int act, unsigned long long *best, cudaStream_t st);
+/* gemv_tiled.cu: y = W x on a tiled matrix (w->t32_pair == 0), or h =
+ * act(gate x) * (up x) on a tiled gate/up pair (w its gate), for a.n_tok
+ * tokens, one token a launch */
+cudaError_t cuda_t32_matmul(const nib_cuda_weight *w, const act_q8 &a, float *y, int add, int act,
+                            unsigned long long *best, cudaStream_t st);
 
 /* gemv.cu: can this device run the kernels of this build? (false + reason on
  * "no kernel image for this device" and the like) */

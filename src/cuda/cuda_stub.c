@@ -53,6 +53,11 @@ nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_error *err)
     *tiled = false;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }
+nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_weight *up, bool *tiled, nib_error *err) {
+    (void)gate, (void)up;
+    *tiled = false;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
 size_t nib_cuda_weight_bytes(const nib_cuda_weight *w) { (void)w; return 0; }
 uint64_t nib_cuda_layout_bytes(nib_type type, uint64_t file_bytes) { (void)type; return file_bytes; }
 bool nib_cuda_has_gemv(nib_type type) { (void)type; return false; }

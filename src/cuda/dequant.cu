@@ -563,7 +563,7 @@ get_rows(const uint8_t *__restrict__ W, size_t row_bytes, int n_in, int n_out, c
 template <class D, bool TILED = false>
 __global__ void __launch_bounds__(DQ16_THREADS)
 dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int n_pieces_row, int64_t n_pieces,
-            __half *__restrict__ out, size_t tile_bytes = 0) {
+            __half *__restrict__ out, size_t tile_bytes = 0, int rstep = 1, int roff = 0) {
     constexpr int PPB = D::QK / D::PE;
     __shared__ __align__(16) __half tile[DQ16_THREADS * D::PE];
     for (int64_t base = (int64_t)blockIdx.x * DQ16_THREADS; base < n_pieces;
@@ -573,9 +573,9 @@ dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int n_pieces_row, i
             const int64_t row = P / n_pieces_row;
             const int p = (int)(P - row * n_pieces_row);
             float v[D::PE];
-            if constexpr (TILED) {
-                const int64_t b = P / PPB; /* rows are whole blocks: the block in file order */
-                D::dec(t32_ptr{W + (size_t)(b / 32) * tile_bytes, (int)(b % 32), D::CH, 0}, (int)(P % PPB), v);
+            if constexpr (TILED) { /* the block in the tiled matrix's row order (a pair's rows interleave) */
+                const int64_t b = (row * rstep + roff) * (n_pieces_row / PPB) + p / PPB;
+                D::dec(t32_ptr{W + (size_t)(b / 32) * tile_bytes, (int)(b % 32), D::CH, 0}, p % PPB, v);
             } else {
                 D::dec(W + (size_t)row * row_bytes + (size_t)(p / PPB) * D::BYTES, p % PPB, v);
             }
@@ -626,14 +626,16 @@ static void launch_dequant_f16(const nib_cuda_weight *w, __half *out, cudaStream
     dequant_f16<D><<<(unsigned)(blocks < (1 << 20) ? blocks : (1 << 20)), DQ16_THREADS, 0, st>>>(
         w->dev, w->row_bytes, n_pieces_row, n_pieces, out);
 }
-/* a tiled matrix's (Q4_K, Q6_K): tiles of 32 blocks, tile_bytes each */
+/* a tiled matrix's (Q4_K, Q6_K): tiles of 32 blocks, tile_bytes each; the
+ * half of a tiled gate/up pair takes every other row of the pair's tiles */
 template <class D>
 static void launch_dequant_f16_t32(const nib_cuda_weight *w, __half *out, cudaStream_t st, size_t tile_bytes) {
     const int n_pieces_row = (int)(w->n_in / D::PE);
     const int64_t n_pieces = (int64_t)n_pieces_row * w->n_out;
     const int64_t blocks = CEIL_DIV(n_pieces, DQ16_THREADS);
     dequant_f16<D, true><<<(unsigned)(blocks < (1 << 20) ? blocks : (1 << 20)), DQ16_THREADS, 0, st>>>(
-        w->dev, w->row_bytes, n_pieces_row, n_pieces, out, tile_bytes);
+        w->dev, w->row_bytes, n_pieces_row, n_pieces, out, tile_bytes, w->t32_pair ? 2 : 1,
+        w->t32_pair ? w->t32_pair - 1 : 0);
 }
 
 template <class D>

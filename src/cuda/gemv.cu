@@ -577,9 +577,12 @@ static nib_status matmul(const nib_cuda_weight *w, const float *x, const void *a
     if (s != NIB_OK) return s;
     mm_args a = {w, NULL, x, act_view(act, w->n_in, n_tok), y, best, n_tok, add ? 1 : 0, GLU_NONE, r->persistent,
                  (cudaStream_t)stream};
+    if (w->t32_pair)
+        return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul: %s %lld x %lld is half of a tiled gate/up pair "
+                             "(nib_cuda_matmul_glu takes it)", nib_type_name(w->type), (long long)w->n_in,
+                             (long long)w->n_out);
     if (w->t32_g) /* tiled (gemv_tiled.cu) */
-        return launch_failed(cuda_t32_matmul(w, NULL, a.a, y, a.add, GLU_NONE, best, a.stream), "gemv_t32", w, n_tok,
-                             err);
+        return launch_failed(cuda_t32_matmul(w, a.a, y, a.add, GLU_NONE, best, a.stream), "gemv_t32", w, n_tok, err);
     return launch_failed(r->launch(&a), r->kernel, w, n_tok, err);
 }
 
@@ -606,10 +609,12 @@ extern "C" nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib
     nib_status s = check_mm(r, gate, x, act, n_tok, h, err);
     if (s != NIB_OK) return s;
     const int act_kind = glu == NIB_CUDA_GLU_SILU ? GLU_SILU : GLU_GELU_TANH;
-    if (gate->t32_g && up->t32_g && gate->type == up->type && gate->t32_g == up->t32_g && !gate->t32_ks)
-        return launch_failed(cuda_t32_matmul(gate, up, act_view(act, gate->n_in, n_tok), h, 0, act_kind, NULL,
+    if (gate->t32_pair == 1 && up->t32_pair == 2 && gate->dev == up->dev) /* a tiled pair (gemv_tiled.cu) */
+        return launch_failed(cuda_t32_matmul(gate, act_view(act, gate->n_in, n_tok), h, 0, act_kind, NULL,
                                              (cudaStream_t)stream),
                              "gemv_t32 (GLU)", gate, n_tok, err);
+    if (gate->t32_pair || up->t32_pair)
+        return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul_glu: gate and up are not one tiled pair");
     if (gate->type == up->type && r->launch_glu && !gate->t32_g && !up->t32_g) {
         mm_args a = {gate, up, x, act_view(act, gate->n_in, n_tok), h, NULL, n_tok, 0, act_kind, r->persistent,
                      (cudaStream_t)stream};

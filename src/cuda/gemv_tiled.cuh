@@ -199,27 +199,27 @@ __device__ __forceinline__ int t32_row(int j, int lane, int nb, int &sb) {
     return r;
 }
 
-/* y[row] = W[row] . x (+ y[row] when add) for one token; GLU: h[row] =
- * act(Wg[row] . x) * (Wu[row] . x), a group's tiles of Wg then its tiles of
- * Wu (two tiled matrices of one shape). best: the fused argmax's key
- * (row_key, gemv_kernels.cuh), or NULL. Shared memory: nb * F::ACT. Launch
- * any grid: warps loop over row groups. */
+/* y[row] = W[row] . x (+ y[row] when add) for one token. GLU: W is a
+ * gate/up pair tiled as one matrix of interleaved rows (gate i at 2i, up i at
+ * 2i + 1; G even), and h[i] = act(gate i . x) * (up i . x) goes to y[i].
+ * best: the fused argmax's key (row_key, gemv_kernels.cuh), or NULL. Shared
+ * memory: nb * F::ACT. Launch any grid: warps loop over row groups. */
 template <class F, int WARPS, int G, bool GLU>
 __global__ void __launch_bounds__(WARPS * 32)
-gemv_t32(const uint8_t *__restrict__ Wt, const uint8_t *__restrict__ Wu, act_q8 a, float *__restrict__ y, int n_in,
-         int n_out, int add, int act, unsigned long long *best) {
+gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_in, int n_out, int add, int act,
+         unsigned long long *best) {
     extern __shared__ __align__(16) uint8_t t32_act[];
+    static_assert(!GLU || G % 2 == 0, "a GLU group holds whole (gate, up) pairs");
     pdl_launch_dependents();
     const int lane = threadIdx.x & 31;
-    const int nb = n_in / F::QK, T = G * nb / 32, TT = GLU ? 2 * T : T; /* tiles a group */
+    const int nb = n_in / F::QK, T = G * nb / 32; /* tiles a group */
     const int n_groups = (n_out + G - 1) / G;
     const int gw = blockIdx.x * WARPS + (threadIdx.x >> 5), n_warps = gridDim.x * WARPS;
-    const int count = gw < n_groups ? ((n_groups - 1 - gw) / n_warps + 1) * TT : 0; /* tiles this warp takes */
+    const int count = gw < n_groups ? ((n_groups - 1 - gw) / n_warps + 1) * T : 0; /* tiles this warp takes */
     int lg = gw, lj = 0; /* the load cursor: group lg, its tile lj */
     auto load = [&](t32_w<F::CH> &w) {
-        const bool up = GLU && lj >= T;
-        t32_load<F>(up ? Wu : Wt, (size_t)lg * T + (up ? lj - T : lj), lane, w);
-        if (++lj == TT) lj = 0, lg += n_warps;
+        t32_load<F>(Wt, (size_t)lg * T + lj, lane, w);
+        if (++lj == T) lj = 0, lg += n_warps;
     };
     t32_w<F::CH> A, B;
     if (count > 0) load(A); /* weights depend on no kernel: before the wait */
@@ -229,36 +229,33 @@ gemv_t32(const uint8_t *__restrict__ Wt, const uint8_t *__restrict__ Wu, act_q8 
     unsigned long long mine = 0;
     if (count > 0) {
         const float rs = act_rs_end(rsp);
-        float acc[G], accu[G];
+        float acc[G];
 #pragma unroll
-        for (int q = 0; q < G; q++) acc[q] = 0.0f, accu[q] = 0.0f;
+        for (int q = 0; q < G; q++) acc[q] = 0.0f;
         int cg = gw, cj = 0; /* the compute cursor */
         auto step = [&](const t32_w<F::CH> &w) {
-            const bool up = GLU && cj >= T;
             int sb;
-            const int r = t32_row<G>(up ? cj - T : cj, lane, nb, sb);
+            const int r = t32_row<G>(cj, lane, nb, sb);
             const float v = F::dot(w, t32_act + sb * F::ACT);
 #pragma unroll
-            for (int q = 0; q < G; q++) {
-                acc[q] += r == q && !up ? v : 0.0f;
-                if (GLU) accu[q] += r == q && up ? v : 0.0f;
-            }
-            if (++cj == TT) { /* the group's rows are complete */
+            for (int q = 0; q < G; q++) acc[q] += r == q ? v : 0.0f;
+            if (++cj == T) { /* the group's rows are complete */
                 float out[G];
 #pragma unroll
-                for (int q = 0; q < G; q++) {
-                    out[q] = warp_sum(acc[q]) * rs, acc[q] = 0.0f;
-                    if (GLU) out[q] = glu_act(act, out[q]) * (warp_sum(accu[q]) * rs), accu[q] = 0.0f;
-                }
+                for (int q = 0; q < G; q++) out[q] = warp_sum(acc[q]) * rs, acc[q] = 0.0f;
                 if (lane == 0)
 #pragma unroll
-                    for (int q = 0; q < G; q++) {
+                    for (int q = 0; q < G; q += GLU ? 2 : 1) {
                         const int row = cg * G + q;
                         if (row >= n_out) break;
-                        const float v2 = add ? y[row] + out[q] : out[q];
-                        y[row] = v2;
-                        const unsigned long long k = row_key(v2, row);
-                        mine = k > mine ? k : mine;
+                        if (GLU) {
+                            y[row / 2] = glu_act(act, out[q]) * out[q + 1];
+                        } else {
+                            const float v2 = add ? y[row] + out[q] : out[q];
+                            y[row] = v2;
+                            const unsigned long long k = row_key(v2, row);
+                            mine = k > mine ? k : mine;
+                        }
                     }
                 cj = 0, cg += n_warps;
             }

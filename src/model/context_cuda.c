@@ -141,13 +141,21 @@ static nib_status upload_matrix(nib_gpu *g, const nib_weight *w, nib_cuda_weight
 
 /* A matrix read only as products (not looked up by row, not part of the
  * Q/K/V pair kernel) into the tiled GEMV layout where it has one
- * (nib_cuda_weight_tile); the device bytes move by the layout's padding. */
+ * (nib_cuda_weight_tile; gate and up together, nib_cuda_weight_tile_glu);
+ * the device bytes move by the layout's padding. */
 static nib_status tile_matrix(nib_gpu *g, nib_cuda_weight *w, nib_error *err) {
     if (!w) return NIB_OK;
     const uint64_t before = nib_cuda_weight_bytes(w);
     bool tiled = false;
     nib_status s = nib_cuda_weight_tile(w, &tiled, err);
     if (s == NIB_OK && tiled) g->dev_bytes = g->dev_bytes - before + nib_cuda_weight_bytes(w);
+    return s;
+}
+static nib_status tile_glu(nib_gpu *g, nib_cuda_weight *gate, nib_cuda_weight *up, nib_error *err) {
+    const uint64_t before = nib_cuda_weight_bytes(gate) + nib_cuda_weight_bytes(up);
+    bool tiled = false;
+    nib_status s = nib_cuda_weight_tile_glu(gate, up, &tiled, err);
+    if (s == NIB_OK && tiled) g->dev_bytes = g->dev_bytes - before + nib_cuda_weight_bytes(gate) + nib_cuda_weight_bytes(up);
     return s;
 }
 
@@ -376,7 +384,7 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
             upload_vec(g, &l->post_ffn_norm, &L->post_ffn_norm, err) || upload_vec(g, &l->q_norm, &L->q_norm, err) ||
             upload_vec(g, &l->k_norm, &L->k_norm, err) || upload_vec(g, &l->bq, &L->bq, err) ||
             upload_vec(g, &l->bk, &L->bk, err) || upload_vec(g, &l->bv, &L->bv, err) ||
-            tile_matrix(g, L->wo, err) || tile_matrix(g, L->gate, err) || tile_matrix(g, L->up, err) ||
+            tile_matrix(g, L->wo, err) || tile_glu(g, L->gate, L->up, err) ||
             tile_matrix(g, L->down, err))
             goto fail;
         const nib_weight *qkv[] = {&l->wq, &l->wk, &l->wv}, *ffn[] = {&l->gate, &l->up};

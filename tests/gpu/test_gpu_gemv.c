@@ -174,7 +174,8 @@ static void test_gemv_format(void) {
 }
 
 /* The tiled layout (nib_cuda_weight_tile): the CPU checks above on the
- * shapes it takes (Q4_K, Q6_K; rows a multiple of 2048), then every other
+ * shapes it takes (Q4_K, Q6_K; rows a multiple of 2048, and rows enough to
+ * fill the device), then every other
  * reader of a tiled matrix against the same matrix in the file's layout:
  * 3 prompt tokens, the gate/up GLU on 3, the fused argmax. Other summation order
  * than the item kernels: within 1e-5 of the largest |y|, plus the same
@@ -202,24 +203,27 @@ static void tiled_paths(nib_type t, int64_t n_in, int64_t n_out) {
     random_rows(t, Wg, n_in, n_out);
     random_rows(t, Wu, n_in, n_out);
     for (int64_t i = 0; i < n_in * nt; i++) x[i] = (float)rng_normal();
-    nib_cuda_weight *g[2] = {NULL, NULL}, *u[2] = {NULL, NULL}; /* [0] file layout, [1] tiled */
+    /* [0] the file's layout; g[1] tiled alone, (g[2], u[2]) a tiled gate/up pair */
+    nib_cuda_weight *g[3] = {NULL, NULL, NULL}, *u[3] = {NULL, NULL, NULL};
     float *dx = nib_cuda_alloc(sizeof(float) * (size_t)(n_in * nt), &err);
     float *dy = nib_cuda_alloc(sizeof(float) * (size_t)(n_out * nt), &err);
     float *tmp = nib_cuda_alloc(sizeof(float) * (size_t)(n_out * nt), &err);
     void *act = nib_cuda_alloc(nib_cuda_act_bytes(n_in, nt), &err);
     uint64_t *key = nib_cuda_alloc(sizeof(uint64_t), &err);
     uint64_t keys[2] = {0, 0};
-    bool did = false;
+    bool did1 = false, did2 = false;
     nib_status s = dx && dy && tmp && act && key ? NIB_OK : NIB_ERR_NOMEM;
-    for (int k = 0; k < 2 && s == NIB_OK; k++) {
+    for (int k = 0; k < 3 && s == NIB_OK; k++) {
         s = nib_cuda_weight_upload(t, Wg, n_in, n_out, &g[k], &err);
-        if (s == NIB_OK) s = nib_cuda_weight_upload(t, Wu, n_in, n_out, &u[k], &err);
-        if (s == NIB_OK && k == 1) s = nib_cuda_weight_tile(g[1], &did, &err);
-        if (s == NIB_OK && k == 1) s = nib_cuda_weight_tile(u[1], &did, &err);
+        if (s == NIB_OK && k != 1) s = nib_cuda_weight_upload(t, Wu, n_in, n_out, &u[k], &err);
     }
-    CHECK(s == NIB_OK && did, "%s %lldx%lld: upload/tile: %s (tiled %d)", nib_type_name(t), (long long)n_in,
-          (long long)n_out, err.msg, (int)did);
-    if (s != NIB_OK || !did) goto done;
+    if (s == NIB_OK) s = nib_cuda_weight_tile(g[1], &did1, &err);
+    if (s == NIB_OK) s = nib_cuda_weight_tile_glu(g[2], u[2], &did2, &err);
+    CHECK(s == NIB_OK && did1 && did2, "%s %lldx%lld: upload/tile: %s (tiled %d, pair %d)", nib_type_name(t),
+          (long long)n_in, (long long)n_out, err.msg, (int)did1, (int)did2);
+    if (s != NIB_OK || !did1 || !did2) goto done;
+    /* a pair's half alone is refused, not computed on the wrong rows */
+    CHECK(nib_cuda_matmul(g[2], dx, act, 1, dy, false, NULL, &err) == NIB_ERR_ARG, "half of a tiled pair accepted");
     s = nib_cuda_copy_to_device(dx, x, sizeof(float) * (size_t)(n_in * nt), &err);
     const char *what[3] = {"3 tokens", "GLU, 3 tokens", "argmax"};
     for (int c = 0; c < 3 && s == NIB_OK; c++) {
@@ -229,7 +233,7 @@ static void tiled_paths(nib_type t, int64_t n_in, int64_t n_out) {
             s = nib_cuda_fill_f32(dy, NAN, (size_t)(n_out * nt), &err);
             if (s == NIB_OK && c == 0) s = nib_cuda_matmul(g[k], dx, act, nt, dy, false, NULL, &err);
             if (s == NIB_OK && c == 1)
-                s = nib_cuda_matmul_glu(g[k], u[k], dx, act, nt, NIB_CUDA_GLU_SILU, dy, tmp, NULL, &err);
+                s = nib_cuda_matmul_glu(g[2 * k], u[2 * k], dx, act, nt, NIB_CUDA_GLU_SILU, dy, tmp, NULL, &err);
             if (s == NIB_OK && c == 2 && (s = nib_cuda_fill_f32((float *)key, 0.0f, 2, &err)) == NIB_OK)
                 s = nib_cuda_matmul_argmax(g[k], dx, act, dy, key, NULL, &err);
             if (s == NIB_OK) s = nib_cuda_sync(&err);
@@ -250,7 +254,7 @@ static void tiled_paths(nib_type t, int64_t n_in, int64_t n_out) {
                (long long)n_out, what[c], worst);
     }
 done:
-    for (int k = 0; k < 2; k++) nib_cuda_weight_free(g[k]), nib_cuda_weight_free(u[k]);
+    for (int k = 0; k < 3; k++) nib_cuda_weight_free(g[k]), nib_cuda_weight_free(u[k]);
     nib_cuda_free(dx), nib_cuda_free(dy), nib_cuda_free(tmp), nib_cuda_free(act), nib_cuda_free(key);
     free(Wg), free(Wu), free(x), free(y1), free(y2);
 }
@@ -260,9 +264,12 @@ static void test_tiled(void) {
     for (int i = 0; i < 2; i++) {
         for (size_t j = 0; j < sizeof shapes / sizeof shapes[0]; j++)
             check_case(types[i], shapes[j].n_in, shapes[j].n_out, true);
+        /* tiled where there are rows for 8 warps a multiprocessor (up to 256 of them) */
+        check_case(types[i], 4096, 4097, true);
+        check_case(types[i], 2048, 8195, true);
         check_case(types[i], 14336, 1030, true); /* Q6_K's split long rows: 7 tiles a 4-row group */
-        tiled_paths(types[i], 4096, 2051);
-        tiled_paths(types[i], 2048, 517);
+        tiled_paths(types[i], 4096, 4099);
+        tiled_paths(types[i], 2048, 8197);
     }
 }
 
