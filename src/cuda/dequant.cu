@@ -60,6 +60,20 @@ __device__ __forceinline__ uint32_t ldb(t32_ptr p) {
                                    : p.t + 512 * p.ch + 2 * p.lane + (p.off - 16 * p.ch));
 }
 __device__ __forceinline__ uint32_t ld16(t32_ptr p) { return ldb(p) | ldb(p + 1) << 8; }
+/* A legacy format's 32-element block j of 8 in a tiled block (gemv_tiled.cuh
+ * t32_q4_0): its d (file bytes 0-1) in chunk 8 CQ at 2j, its quant byte k
+ * (file byte 2 + k) in chunk CQ j + k / 16 at k % 16 (CQ chunks of quants a
+ * block: 1 for Q4_0). */
+struct t32_lptr {
+    const uint8_t *t;
+    int lane, j, cq, off;
+    __device__ t32_lptr operator+(int k) const { return {t, lane, j, cq, off + k}; }
+};
+__device__ __forceinline__ uint32_t ldb(t32_lptr p) {
+    const int c = p.off < 2 ? 8 * p.cq : p.cq * p.j + (p.off - 2) / 16, o = p.off < 2 ? 2 * p.j + p.off : (p.off - 2) % 16;
+    return __ldg(p.t + 512 * c + 16 * p.lane + o);
+}
+__device__ __forceinline__ uint32_t ld16(t32_lptr p) { return ldb(p) | ldb(p + 1) << 8; }
 
 /* core/fp16.h nib_fp16_to_f32, bit for bit (subnormals are man * 2^-24, exact). */
 __device__ __forceinline__ float dq_half(uint32_t h) {
@@ -102,8 +116,9 @@ struct dq_bf16 {
 /* quant/q_legacy.c: byte j of qs is element j (low nibble) and j + 16 (high);
  * scale_levels: (float)q * d; scale_levels_offset: (float)q * d + m. */
 struct dq_q4_0 {
-    static constexpr int QK = 32, BYTES = 18, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int, float (&v)[PE]) {
+    static constexpr int QK = 32, BYTES = 18, PE = 32, UNIT = 8, CQ = 1; /* UNIT, CQ: its tiled form (t32_lptr) */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int, float (&v)[PE]) {
         const float d = dq_half(ld16(b));
 #pragma unroll
         for (int j = 0; j < 16; j++) {
@@ -247,7 +262,7 @@ __device__ __forceinline__ void dq_scale_min_k4(int j, P s, int &sc, int &m) {
  * bit p of qh[m] is the fifth bit (qk_decode_q5_K). */
 template <bool Q5>
 struct dq_qk_affine {
-    static constexpr int QK = 256, BYTES = Q5 ? 176 : 144, PE = 32, CH = 9;
+    static constexpr int QK = 256, BYTES = Q5 ? 176 : 144, PE = 32, CH = 9, UNIT = 1;
     template <class P>
     static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const float d = dq_half(ld16(b)), dmin = dq_half(ld16(b + 2));
@@ -270,7 +285,7 @@ typedef dq_qk_affine<true> dq_q5_K;
  * 208. qk_decode_q6_K with h = p/4, k = p%4: low nibble k/2 of
  * ql[64h + 32(k%2) + m], high bits 2k.. of qh[32h + m]; value - 32. */
 struct dq_q6_K { /* blocks in the device's 224-byte slots (gpu_layout.h) */
-    static constexpr int QK = 256, BYTES = NIB_CUDA_Q6_K_SLOT, PE = 32, CH = 13;
+    static constexpr int QK = 256, BYTES = NIB_CUDA_Q6_K_SLOT, PE = 32, CH = 13, UNIT = 1;
     template <class P>
     static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const float d = dq_half(ld16(b + 208));
@@ -575,7 +590,13 @@ dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int n_pieces_row, i
             float v[D::PE];
             if constexpr (TILED) { /* the block in the tiled matrix's row order (a pair's rows interleave) */
                 const int64_t b = (row * rstep + roff) * (n_pieces_row / PPB) + p / PPB;
-                D::dec(t32_ptr{W + (size_t)(b / 32) * tile_bytes, (int)(b % 32), D::CH, 0}, p % PPB, v);
+                if constexpr (D::UNIT == 1) {
+                    D::dec(t32_ptr{W + (size_t)(b / 32) * tile_bytes, (int)(b % 32), D::CH, 0}, p % PPB, v);
+                } else { /* 8 file blocks a tiled block */
+                    const int64_t u = b / D::UNIT;
+                    D::dec(t32_lptr{W + (size_t)(u / 32) * tile_bytes, (int)(u % 32), (int)(b % D::UNIT), D::CQ, 0},
+                           p % PPB, v);
+                }
             } else {
                 D::dec(W + (size_t)row * row_bytes + (size_t)(p / PPB) * D::BYTES, p % PPB, v);
             }
@@ -739,6 +760,7 @@ nib_status cuda_dequant_f16(const nib_cuda_weight *w, void *out, cudaStream_t st
                              "rows not whole pieces", w ? nib_type_name(w->type) : "a NULL weight");
     if (w->t32_g && w->type == NIB_TYPE_Q4_K) launch_dequant_f16_t32<dq_q4_K>(w, (__half *)out, st, 9 * 512);
     else if (w->t32_g && w->type == NIB_TYPE_Q6_K) launch_dequant_f16_t32<dq_q6_K>(w, (__half *)out, st, 13 * 512 + 64);
+    else if (w->t32_g && w->type == NIB_TYPE_Q4_0) launch_dequant_f16_t32<dq_q4_0>(w, (__half *)out, st, 9 * 512);
     else if (w->t32_g) return nib_error_set(err, NIB_ERR_ARG, "cuda_dequant_f16: a tiled %s matrix", nib_type_name(w->type));
     else r->launch_f16(w, (__half *)out, st);
     char what[160];

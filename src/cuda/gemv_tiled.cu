@@ -12,7 +12,7 @@
  * head and the row lookup read the file's layout and are not given tiled
  * matrices (gemv.cu pair_get; get_rows refuses them).
  *
- * Which: Q4_K and Q6_K matrices whose rows are a multiple of 2048 elements
+ * Which: Q4_K, Q6_K and Q4_0 matrices whose rows are a multiple of 2048 elements
  * (G = 1, 2 or 4 rows a warp group) and short or about square (the output
  * projection, gate, up, LM head), and Q6_K's long rows when a group is 7
  * tiles (14336-wide downs: split over 7 warps); with rows enough to fill the
@@ -43,6 +43,24 @@ template <>
 struct t32_cfg<t32_q6_K> {
     static constexpr int W = T32_WARPS_Q6_K;
 };
+template <>
+struct t32_cfg<t32_q4_0> {
+    static constexpr int W = T32_WARPS_Q4_K; /* 9 chunks, as Q4_K */
+};
+
+/* The one place that maps a format to its tiled form: fn(F{}) for F the
+ * tiled format of t (t32_has(t) first). */
+static bool t32_has(nib_type t) {
+    return t == NIB_TYPE_Q4_K || t == NIB_TYPE_Q6_K || t == NIB_TYPE_Q4_0;
+}
+template <class Fn>
+static decltype(auto) t32_dispatch(nib_type t, Fn &&fn) {
+    switch (t) {
+    case NIB_TYPE_Q4_K: return fn(t32_q4_K{});
+    case NIB_TYPE_Q6_K: return fn(t32_q6_K{});
+    default: return fn(t32_q4_0{});
+    }
+}
 
 /* ---- the layout ------------------------------------------------------------------- */
 
@@ -98,7 +116,7 @@ __global__ void t32_tile(const uint8_t *__restrict__ src0, const uint8_t *__rest
         uint8_t *t = dst + (b / 32) * F::TILE;
         if ((int)c < F::CH) {
             uint4 v = make_uint4(0, 0, 0, 0);
-            if (b < n_blocks) v = *(const uint4 *)(blk + 16 * c); /* 16-byte aligned blocks */
+            if (b < n_blocks) v = F::chunk(blk, (int)c);
             *(uint4 *)(t + 512 * c + (b % 32) * 16) = v;
         } else {
             unsigned short d = 0;
@@ -111,8 +129,8 @@ __global__ void t32_tile(const uint8_t *__restrict__ src0, const uint8_t *__rest
 /* Which layout a matrix takes (t32_g, t32_ks), or false: the file's. */
 static bool t32_shape(const nib_cuda_weight *w, bool pair, int *g, bool *ks) {
     if (getenv("NIB_CUDA_TILED") && getenv("NIB_CUDA_TILED")[0] == '0') return false;
-    const bool q4 = w->type == NIB_TYPE_Q4_K, q6 = w->type == NIB_TYPE_Q6_K;
-    if ((!q4 && !q6) || w->n_in % 2048 != 0 || w->n_in > 30720) return false; /* G <= 4; activation fits 48 KB */
+    const bool q6 = w->type == NIB_TYPE_Q6_K;
+    if (!t32_has(w->type) || w->n_in % 2048 != 0 || w->n_in > 30720) return false; /* G <= 4; activation fits 48 KB */
     const int nb = (int)(w->n_in / 256);
     *g = t32_group_rows(nb);
     const int t = *g * nb / 32;
@@ -130,10 +148,9 @@ static bool t32_shape(const nib_cuda_weight *w, bool pair, int *g, bool *ks) {
  * layout is still there: that layout stays */
 static nib_status t32_build(const nib_cuda_weight *w, const uint8_t *src0, const uint8_t *src1, int n_src,
                             uint8_t **out, size_t *bytes, nib_error *err) {
-    const bool q4 = w->type == NIB_TYPE_Q4_K;
-    const int nb = (int)(w->n_in / 256), tile = q4 ? t32_q4_K::TILE : t32_q6_K::TILE;
+    const int nb = (int)(w->n_in / 256), tile = t32_dispatch(w->type, [](auto f) { return decltype(f)::TILE; });
     const size_t n_blocks = (size_t)w->n_out * nb * n_src, tiles = (n_blocks + 31) / 32;
-    const int stride = (int)(w->row_bytes / nb); /* the device block: 144, or Q6_K's 224-byte slot */
+    const int stride = (int)(w->row_bytes / nb); /* a tiled block's device bytes: 144, Q6_K's 224-byte slot, 8 x 18 */
     *out = NULL;
     *bytes = tiles * tile;
     uint8_t *dst = NULL;
@@ -144,8 +161,10 @@ static nib_status t32_build(const nib_cuda_weight *w, const uint8_t *src0, const
     }
     if (!CUDA_OK(e, "tile a weight", err)) return err ? err->status : NIB_ERR_IO;
     const unsigned grid = (unsigned)(tiles < 4096 ? tiles : 4096);
-    if (q4) t32_tile<t32_q4_K><<<grid, 256>>>(src0, src1, n_src, dst, n_blocks, nb, stride);
-    else t32_tile<t32_q6_K><<<grid, 256>>>(src0, src1, n_src, dst, n_blocks, nb, stride);
+    t32_dispatch(w->type, [&](auto f) {
+        t32_tile<decltype(f)><<<grid, 256>>>(src0, src1, n_src, dst, n_blocks, nb, stride);
+        return 0;
+    });
     if (!CUDA_OK(cudaGetLastError(), "t32_tile", err) || !CUDA_OK(cudaMemset(dst + *bytes, 0, 16), "tile a weight", err) ||
         !CUDA_OK(cudaDeviceSynchronize(), "t32_tile", err)) {
         cudaFree(dst);
@@ -165,8 +184,7 @@ extern "C" nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_
     int g = 0;
     bool ks = false;
     if (!t32_shape(w, false, &g, &ks) || !t32_fills(w, g, ks, false)) return NIB_OK;
-    const bool q4 = w->type == NIB_TYPE_Q4_K;
-    if (!(q4 ? t32_plan<t32_q4_K>(w, g, ks, false, err) : t32_plan<t32_q6_K>(w, g, ks, false, err)))
+    if (!t32_dispatch(w->type, [&](auto f) { return t32_plan<decltype(f)>(w, g, ks, false, err); }))
         return err ? err->status : NIB_ERR_IO;
     uint8_t *dst = NULL;
     size_t bytes = 0;
@@ -191,8 +209,7 @@ extern "C" nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_w
     if (gate->type != up->type || gate->n_in != up->n_in || gate->n_out != up->n_out ||
         !t32_shape(gate, true, &g, &ks) || !t32_fills(gate, g, false, true))
         return NIB_OK;
-    const bool q4 = gate->type == NIB_TYPE_Q4_K;
-    if (!(q4 ? t32_plan<t32_q4_K>(gate, g, false, true, err) : t32_plan<t32_q6_K>(gate, g, false, true, err)))
+    if (!t32_dispatch(gate->type, [&](auto f) { return t32_plan<decltype(f)>(gate, g, false, true, err); }))
         return err ? err->status : NIB_ERR_IO;
     uint8_t *dst = NULL;
     size_t bytes = 0;
@@ -250,8 +267,8 @@ cudaError_t cuda_t32_matmul(const nib_cuda_weight *w, const act_q8 &a, float *y,
         act_q8 at = a;
         at.xq = a.xq + (size_t)t * a.qs_stride, at.xds = a.xds + (size_t)t * (w->n_in / 32), at.n_tok = 1;
         float *yt = y + (size_t)t * w->n_out;
-        const cudaError_t e = w->type == NIB_TYPE_Q4_K ? t32_launch<t32_q4_K>(w, at, yt, add, act, best, st)
-                                                       : t32_launch<t32_q6_K>(w, at, yt, add, act, best, st);
+        const cudaError_t e =
+            t32_dispatch(w->type, [&](auto f) { return t32_launch<decltype(f)>(w, at, yt, add, act, best, st); });
         if (e != cudaSuccess) return e;
     }
     return cudaSuccess;

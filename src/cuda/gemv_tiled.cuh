@@ -62,6 +62,7 @@ struct t32_w {
 struct t32_q4_K {
     static constexpr int QK = 256, BYTES = 144, CH = 9, TILE = CH * 512, ACT = 336;
     static constexpr bool HAS_D = false, SUMS16 = false;
+    static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return *(const uint4 *)(b + 16 * c); }
     static __device__ __forceinline__ float dot(const t32_w<CH> &w, const uint8_t *act) {
         const uint32_t s0 = w.c[0].y, s1 = w.c[0].z, s2 = w.c[0].w;
         const uint32_t sc_lo = s0 & 0x3F3F3F3Fu, m_lo = s1 & 0x3F3F3F3Fu;
@@ -101,6 +102,7 @@ struct t32_q4_K {
 struct t32_q6_K {
     static constexpr int QK = 256, BYTES = 210, CH = 13, TILE = CH * 512 + 64, ACT = 400;
     static constexpr bool HAS_D = true, SUMS16 = true;
+    static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return *(const uint4 *)(b + 16 * c); }
     static __device__ __forceinline__ float dot(const t32_w<CH> &w, const uint8_t *act) {
         const uint32_t sc[4] = {w.c[12].x, w.c[12].y, w.c[12].z, w.c[12].w};
         float acc = 0.0f;
@@ -135,6 +137,57 @@ struct t32_q6_K {
             }
         }
         return h2f(w.d) * acc;
+    }
+};
+
+/* A legacy format's 32-element blocks, 8 to a tiled "block" of 256
+ * elements: their quants as whole chunks (Q4_0: one a block; CQ a block in
+ * general), then the 8 fp16 d's as one more chunk, so 8 Q4_0 blocks of 18
+ * bytes are 9 chunks with no padding. chunk(): chunk c of the 8 file blocks
+ * at b (any alignment), for the conversion at load. (Q8_0 in this form, 17
+ * chunks, lost: bench/gpu-decode-notes.md v57.) */
+__device__ __forceinline__ uint4 t32_bytes16(const uint8_t *p) {
+    uint32_t w[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) w[k] = p[4 * k] | p[4 * k + 1] << 8 | p[4 * k + 2] << 16 | (uint32_t)p[4 * k + 3] << 24;
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+template <int FB, int CQ>
+__device__ __forceinline__ uint4 t32_legacy_chunk(const uint8_t *b, int c) {
+    if (c < 8 * CQ) return t32_bytes16(b + FB * (c / CQ) + 2 + 16 * (c % CQ));
+    uint32_t w[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        w[k] = b[FB * 2 * k] | b[FB * 2 * k + 1] << 8 | b[FB * (2 * k + 1)] << 16 | (uint32_t)b[FB * (2 * k + 1) + 1] << 24;
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+__device__ __forceinline__ float t32_d8(const uint4 &dw, int j) { /* fp16 d of block j of 8 */
+    const uint32_t w = j < 4 ? (j < 2 ? dw.x : dw.y) : (j < 6 ? dw.z : dw.w);
+    return h2f(w >> (16 * (j & 1)));
+}
+
+/* Q4_0, x = d (q - 8): as fmt_q4_0, the - 8 folded in with the activation's s */
+struct t32_q4_0 {
+    static constexpr int QK = 256, BYTES = 144, CH = 9, TILE = CH * 512, ACT = 336;
+    static constexpr bool HAS_D = false, SUMS16 = false;
+    static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return t32_legacy_chunk<18, 1>(b, c); }
+    static __device__ __forceinline__ float dot(const t32_w<CH> &w, const uint8_t *act) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const uint32_t q[4] = {w.c[j].x, w.c[j].y, w.c[j].z, w.c[j].w};
+            const int4 a0 = *(const int4 *)(act + 32 * j), a1 = *(const int4 *)(act + 32 * j + 16);
+            const int al[4] = {a0.x, a0.y, a0.z, a0.w}, ah[4] = {a1.x, a1.y, a1.z, a1.w};
+            int lo = 0, hi = 0;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                lo = dp4a_us(q[k] & 0x0F0F0F0Fu, al[k], lo);
+                hi = dp4a_us(q[k] & 0xF0F0F0F0u, ah[k], hi);
+            }
+            const float2 sd = *(const float2 *)(act + 256 + 8 * j);
+            acc += t32_d8(w.c[8], j) * (sd.x * (float)(lo + (hi >> 4)) - 8.0f * sd.y); /* hi: 16 x, exact */
+        }
+        return acc;
     }
 };
 
