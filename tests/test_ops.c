@@ -124,6 +124,68 @@ static void test_attention(void) {
     printf("      %d attention cases\n", n_cases);
 }
 
+/* Several query tokens of one group at once (prompts) against each token
+ * alone: the same bits at every SIMD level (the blocked AVX2 form forms each
+ * score and output column as the one-token form does), with and without a
+ * sliding window, fp16 and f32 caches, groups of 1 to 7 heads (passes of
+ * the register blocks), outputs poisoned. */
+static void test_attention_tokens(void) {
+    rng_seed(17);
+    int n_cases = 0;
+    for (int level = NIB_SIMD_SCALAR; level <= NIB_SIMD_AVX2; level++) {
+        if (level > (int)nib_cpu_detect_simd()) continue;
+        nib_simd_level prev = nib_cpu_set_simd_level((nib_simd_level)level);
+        static const int64_t firsts[] = {1, 2, 9, 300};
+        static const int hds[] = {64, 128, 256};
+        for (size_t fi = 0; fi < sizeof firsts / sizeof firsts[0]; fi++)
+            for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++)
+                for (int f16 = 0; f16 < 2; f16++)
+                    for (int nq = 1; nq <= NIB_ATTN_MAX_TOKENS; nq++) {
+                        const int64_t p0 = firsts[fi] - 1, n = p0 + nq, hd = hds[hi], stride = 2 * hd + 8;
+                        const int g = 1 + (int)(rng_u64() % 7);
+                        const int32_t window = (rng_u64() & 1) ? (int32_t)(1 + rng_u64() % 12) : 0;
+                        const int64_t qs = 3 * g * hd; /* tokens' queries and outputs apart, as in a model's rows */
+                        float *q = malloc(sizeof(float) * (size_t)(nq * qs)), *k = malloc(sizeof(float) * (size_t)(n * stride)),
+                              *v = malloc(sizeof(float) * (size_t)(n * stride));
+                        float *o1 = malloc(sizeof(float) * (size_t)(nq * qs)), *o2 = malloc(sizeof(float) * (size_t)(nq * qs));
+                        float *sc = malloc(sizeof(float) * (size_t)(nq * g * n));
+                        nib_fp16 *k16 = malloc(2 * (size_t)(n * stride)), *v16 = malloc(2 * (size_t)(n * stride));
+                        fill(q, nq * qs, 1.0);
+                        fill(k, n * stride, 1.0);
+                        fill(v, n * stride, 1.0);
+                        for (int64_t i = 0; i < n * stride; i++) k16[i] = nib_f32_to_fp16(k[i]), v16[i] = nib_f32_to_fp16(v[i]);
+                        for (int64_t i = 0; i < nq * qs; i++) o1[i] = o2[i] = NAN;
+                        const float scale = 1.0f / sqrtf((float)hd);
+                        const int64_t j0 = window > 0 && p0 + 1 > window ? p0 + 1 - window : 0;
+                        nib_attn_args a = {o2, q, g, f16 ? (void *)k16 : k, f16 ? (void *)v16 : v, stride, stride, f16,
+                                           (int32_t)hd, (int32_t)hd, j0, p0 + 1, scale, sc};
+                        nib_attention_tokens(&a, nq, qs, qs, window);
+                        for (int i = 0; i < nq; i++) { /* each token alone */
+                            const int64_t p = p0 + i;
+                            nib_attn_args t = a;
+                            t.out = o1 + i * qs, t.q = q + i * qs, t.j1 = p + 1;
+                            t.j0 = window > 0 && p + 1 > window ? p + 1 - window : 0;
+                            nib_attention_group(&t);
+                        }
+                        int diff = 0, unwritten = 0;
+                        for (int i = 0; i < nq; i++)
+                            for (int64_t e = 0; e < g * hd; e++) {
+                                diff += memcmp(&o1[i * qs + e], &o2[i * qs + e], 4) != 0;
+                                unwritten += isnan(o2[i * qs + e]);
+                            }
+                        CHECK(diff == 0 && unwritten == 0,
+                              "%s attention of %d tokens from position %lld, hd %lld, g %d, f16 %d, window %d: %d "
+                              "outputs differ from one token at a time, %d unwritten",
+                              nib_simd_level_name((nib_simd_level)level), nq, (long long)p0, (long long)hd, g, f16,
+                              (int)window, diff, unwritten);
+                        n_cases++;
+                        free(q), free(k), free(v), free(o1), free(o2), free(sc), free(k16), free(v16);
+                    }
+        nib_cpu_set_simd_level(prev);
+    }
+    printf("      %d multi-token attention cases\n", n_cases);
+}
+
 /* SiLU and GELU-tanh GLUs against float64, relative to the size of the
  * inputs; the GELU at each SIMD level this CPU has (the AVX2 form has its own
  * tanh), over 515 elements so the AVX2 form's scalar tail runs too, with
@@ -171,6 +233,7 @@ int main(void) {
     RUN(test_rmsnorm);
     RUN(test_rope);
     RUN(test_attention);
+    RUN(test_attention_tokens);
     RUN(test_activations);
     return test_summary();
 }

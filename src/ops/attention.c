@@ -56,3 +56,23 @@ void nib_attention_group(const nib_attn_args *a) {
     }
     nib_attention_group_ref(a);
 }
+
+/* token i's range of keys (nib_attention_tokens) */
+static void token_range(const nib_attn_args *a, int i, int32_t window, int64_t *j0, int64_t *j1) {
+    const int64_t p = a->j1 - 1 + i;
+    *j1 = p + 1;
+    *j0 = i == 0 ? a->j0 : (window > 0 && p + 1 > window ? p + 1 - window : 0);
+}
+
+void nib_attention_tokens(const nib_attn_args *a, int nq, int64_t q_stride, int64_t out_stride, int32_t window) {
+    if (nq > 1 && nib_cpu_simd_level() >= NIB_SIMD_AVX2 && a->hd_k % 8 == 0 && a->hd_v % 8 == 0) {
+        nib_attention_tokens_avx2(a, nq, q_stride, out_stride, window);
+        return;
+    }
+    for (int i = 0; i < nq; i++) { /* the reference: one token at a time */
+        nib_attn_args t = *a;
+        t.q = a->q + i * q_stride, t.out = a->out + i * out_stride;
+        token_range(a, i, window, &t.j0, &t.j1);
+        nib_attention_group(&t);
+    }
+}

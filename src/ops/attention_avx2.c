@@ -59,3 +59,76 @@ void nib_attention_group_avx2(const nib_attn_args *a) {
         }
     }
 }
+
+/* nq tokens of one group (ops.h nib_attention_tokens): the nq * group query
+ * vectors against each K row in passes of MAX_GROUP_REGS (a vector's score
+ * for a key outside its token's range is formed and dropped), then each
+ * token's group against each V row of its range, 16 columns at a time. Every
+ * score and every output column is formed with the same operations in the
+ * same order as nib_attention_group_avx2 forms it for the token alone. */
+#define PV_REGS 8
+
+void nib_attention_tokens_avx2(const nib_attn_args *a, int nq, int64_t q_stride, int64_t out_stride, int32_t window) {
+    const int g = a->group, nv = nq * g;
+    if (nq > NIB_ATTN_MAX_TOKENS || g > PV_REGS) { /* one token at a time */
+        for (int i = 0; i < nq; i++) {
+            nib_attn_args t = *a;
+            const int64_t p = a->j1 - 1 + i;
+            t.q = a->q + i * q_stride, t.out = a->out + i * out_stride, t.j1 = p + 1;
+            t.j0 = i == 0 ? a->j0 : (window > 0 && p + 1 > window ? p + 1 - window : 0);
+            nib_attention_group_avx2(&t);
+        }
+        return;
+    }
+    int64_t lo[NIB_ATTN_MAX_TOKENS] = {0}, hi[NIB_ATTN_MAX_TOKENS] = {0};
+    const float *qv[NIB_ATTN_MAX_TOKENS * PV_REGS];
+    int64_t vlo[NIB_ATTN_MAX_TOKENS * PV_REGS], vhi[NIB_ATTN_MAX_TOKENS * PV_REGS]; /* each vector's token's range */
+    for (int i = 0; i < nq; i++) {
+        const int64_t p = a->j1 - 1 + i;
+        lo[i] = i == 0 ? a->j0 : (window > 0 && p + 1 > window ? p + 1 - window : 0), hi[i] = p + 1;
+        for (int h = 0; h < g; h++)
+            qv[i * g + h] = a->q + i * q_stride + (int64_t)h * a->hd_k, vlo[i * g + h] = lo[i], vhi[i * g + h] = hi[i];
+    }
+    const int64_t lo_min = lo[0], hi_max = hi[nq - 1], span = hi_max - lo_min;
+    /* scores: vector v = i * g + h at v * span, key j at j - lo_min */
+    for (int64_t j = lo_min; j < hi_max; j++) {
+        const int64_t row = j * a->k_stride;
+        for (int v0 = 0; v0 < nv; v0 += MAX_GROUP_REGS) {
+            const int vn = nv - v0 < MAX_GROUP_REGS ? nv - v0 : MAX_GROUP_REGS;
+            __m256 acc[MAX_GROUP_REGS];
+            for (int r = 0; r < vn; r++) acc[r] = _mm256_setzero_ps();
+            for (int32_t d = 0; d < a->hd_k; d += 8) {
+                const __m256 kv = load8(a->k, a->kv_f16, row + d);
+                for (int r = 0; r < vn; r++) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(qv[v0 + r] + d), kv, acc[r]);
+            }
+            for (int r = 0; r < vn; r++)
+                if (j >= vlo[v0 + r] && j < vhi[v0 + r]) a->scores[(int64_t)(v0 + r) * span + (j - lo_min)] = hsum(acc[r]) * a->scale;
+        }
+    }
+    for (int i = 0; i < nq; i++) {
+        float *ps = a->scores + (int64_t)i * g * span;
+        for (int h = 0; h < g; h++) nib_softmax_rows(ps + (int64_t)h * span + (lo[i] - lo_min), 1, hi[i] - lo[i]);
+        /* this token's group against each V row of its range, 16 columns at a time (hd_v % 16 == 8: the last 8 apart) */
+        for (int32_t d0 = 0; d0 < a->hd_v; d0 += 16) {
+            const int two = d0 + 16 <= a->hd_v;
+            __m256 acc[2 * PV_REGS];
+            for (int r = 0; r < 2 * PV_REGS; r++) acc[r] = _mm256_setzero_ps();
+            for (int64_t j = lo[i]; j < hi[i]; j++) {
+                const int64_t vr = j * a->v_stride + d0;
+                const __m256 v0 = load8(a->v, a->kv_f16, vr), v1 = two ? load8(a->v, a->kv_f16, vr + 8) : v0;
+                const float *pj = ps + (j - lo_min);
+                for (int r = 0; r < PV_REGS; r++)
+                    if (r < g) {
+                        const __m256 pr = _mm256_set1_ps(pj[(int64_t)r * span]);
+                        acc[2 * r] = _mm256_fmadd_ps(pr, v0, acc[2 * r]);
+                        acc[2 * r + 1] = _mm256_fmadd_ps(pr, v1, acc[2 * r + 1]);
+                    }
+            }
+            for (int r = 0; r < g; r++) {
+                float *o = a->out + i * out_stride + (int64_t)r * a->hd_v + d0;
+                _mm256_storeu_ps(o, acc[2 * r]);
+                if (two) _mm256_storeu_ps(o + 8, acc[2 * r + 1]);
+            }
+        }
+    }
+}

@@ -53,6 +53,17 @@ typedef struct nib_attn_args {
 } nib_attn_args;
 
 void nib_attention_group(const nib_attn_args *a);       /* best available */
+
+/* nq consecutive query tokens of one group: token i is at position
+ * a->j1 - 1 + i, its queries at a->q + i * q_stride, its output at a->out + i
+ * * out_stride; it sees [max(0, p + 1 - window) (window > 0), p], and token
+ * 0's range is a->j0, a->j1 as for nib_attention_group. scores holds nq *
+ * group * (nq - 1 + a->j1 - a->j0) floats. The outputs are, bit for bit,
+ * nib_attention_group's on each token alone; the AVX2 form reads each K and
+ * V row once for all nq tokens (prompts). At most NIB_ATTN_MAX_TOKENS. */
+#define NIB_ATTN_MAX_TOKENS 4
+void nib_attention_tokens(const nib_attn_args *a, int nq, int64_t q_stride, int64_t out_stride, int32_t window);
+void nib_attention_tokens_avx2(const nib_attn_args *a, int nq, int64_t q_stride, int64_t out_stride, int32_t window);
 void nib_attention_group_ref(const nib_attn_args *a);   /* scalar reference */
 void nib_attention_group_avx2(const nib_attn_args *a);  /* AVX2/F16C: only when the CPU has them */
 void nib_softmax_rows(float *s, int g, int64_t n);
