@@ -813,7 +813,31 @@ static void test_repack_q4_K_layout(void) {
         bad6 += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
     }
     CHECK(bad6 == 0, "Q6_Kx8: %d of 8 rows decode differently from the file layout", bad6);
-    free(W6), free(P6);
+
+    /* Q6_K for AVX2: element 4k + b of sub-blocks 2p (low nibble) and 2p + 1
+     * (high) at byte 4r + b of ql[p][k]; their top 2 bits at 4 (k % 2) and
+     * 4 (k % 2) + 2 of qh[p][k / 2] */
+    block_q6_Kx8q *Q6 = malloc(sizeof *Q6 * (size_t)nb);
+    memset(Q6, 0x5A, sizeof *Q6 * (size_t)nb);
+    for (int64_t i = 0; i < nb; i++) cpu_pack_q6_Kx8q(W6, rb6, i, Q6 + i);
+    int bad6q = 0;
+    for (int r = 0; r < Q4_KX8_ROWS; r++) {
+        tr(NIB_TYPE_Q6_K)->dequantize(W6 + r * rb6, ref, n);
+        poison(got, n);
+        for (int64_t i = 0; i < nb; i++)
+            for (int j = 0; j < 16; j++) {
+                const float d1 = nib_fp16_to_f32(Q6[i].d[r]) * (float)Q6[i].sc[j][r];
+                for (int e = 0; e < 16; e++) {
+                    const int pp = j / 2, sub = j % 2, k = e / 4, b = e % 4;
+                    const int low = (Q6[i].ql[pp][k][4 * r + b] >> (4 * sub)) & 0xF;
+                    const int high = (Q6[i].qh[pp][k / 2][4 * r + b] >> (4 * (k % 2) + 2 * sub)) & 3;
+                    got[QK_K * i + 16 * j + e] = d1 * (float)((low | (high << 4)) - 32);
+                }
+            }
+        bad6q += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
+    }
+    CHECK(bad6q == 0, "Q6_Kx8q: %d of 8 rows decode differently from the file layout", bad6q);
+    free(W6), free(P6), free(Q6);
 }
 
 /* The 32-element formats' packed blocks, decoded as repack.h describes them,

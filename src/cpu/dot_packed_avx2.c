@@ -86,6 +86,83 @@ static ALWAYS_INLINE void q4_Kx8_dot(int nt, int64_t n, const void *p, const voi
 
 PACKED_ENTRY(cpu_dot_q4_Kx8_q8_K_avx2, q4_Kx8_dot)
 
+/* ---- Q6_K, 8 rows (cpu/repack.h block_q6_Kx8q) ------------------------------------
+ * Per pair of sub-blocks (2p, 2p + 1) and token: 4 registers of 8 rows x 4
+ * elements, each giving two maddubs (the codes of 2p, then of 2p + 1) by the
+ * token's 4 matching activation bytes broadcast. Two maddubs of codes up to
+ * 63 against bytes up to 128 in magnitude stay in int16 (2 * 2 * 63 * 128 =
+ * 32,256), so every two meet the rows' scales (int16 pairs) in one madd.
+ * The -32 offset comes off once a super-block and token as 32 * sum_j sc_j *
+ * bsums_j per row, one madd a sub-block pair; all in int32 (the super-block's
+ * sum is below 2^29), then one convert and one multiply-add by d * d_y. */
+static ALWAYS_INLINE void q6_Kx8q_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride,
+                                      float *out) {
+    const block_q6_Kx8q *x = (const block_q6_Kx8q *)p;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    __m256 acc[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, x++) {
+        __m256i sumi[NT_MAX];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
+        for (int pp = 0; pp < 8; pp++) {
+            const __m128i sa8 = _mm_loadl_epi64((const __m128i *)x->sc[2 * pp]);
+            const __m128i sb8 = _mm_loadl_epi64((const __m128i *)x->sc[2 * pp + 1]);
+            const __m256i sca = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(sa8, sa8)); /* (sc_r, sc_r) a row */
+            const __m256i scb = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(sb8, sb8));
+            const __m256i h0 = _mm256_loadu_si256((const __m256i *)x->qh[pp][0]);
+            const __m256i h1 = _mm256_loadu_si256((const __m256i *)x->qh[pp][1]);
+            __m256i qa[4], qb[4];
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                const __m256i bits = _mm256_loadu_si256((const __m256i *)x->ql[pp][k]);
+                const __m256i h = k < 2 ? h0 : h1;
+                const __m256i ha = k % 2 ? _mm256_and_si256(h, m30) : _mm256_and_si256(_mm256_slli_epi16(h, 4), m30);
+                const __m256i hb = k % 2 ? _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)
+                                         : _mm256_and_si256(_mm256_slli_epi16(h, 2), m30);
+                qa[k] = _mm256_or_si256(_mm256_and_si256(bits, m4), ha);
+                qb[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), hb);
+            }
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) {
+                const int8_t *yq = kq_act_block(a, a_stride, t, i)->qs + 32 * pp;
+                int32_t ya[4], yb[4];
+                memcpy(ya, yq, sizeof ya), memcpy(yb, yq + 16, sizeof yb);
+                const __m256i a01 = _mm256_add_epi16(_mm256_maddubs_epi16(qa[0], _mm256_set1_epi32(ya[0])),
+                                                     _mm256_maddubs_epi16(qa[1], _mm256_set1_epi32(ya[1])));
+                const __m256i a23 = _mm256_add_epi16(_mm256_maddubs_epi16(qa[2], _mm256_set1_epi32(ya[2])),
+                                                     _mm256_maddubs_epi16(qa[3], _mm256_set1_epi32(ya[3])));
+                const __m256i b01 = _mm256_add_epi16(_mm256_maddubs_epi16(qb[0], _mm256_set1_epi32(yb[0])),
+                                                     _mm256_maddubs_epi16(qb[1], _mm256_set1_epi32(yb[1])));
+                const __m256i b23 = _mm256_add_epi16(_mm256_maddubs_epi16(qb[2], _mm256_set1_epi32(yb[2])),
+                                                     _mm256_maddubs_epi16(qb[3], _mm256_set1_epi32(yb[3])));
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_madd_epi16(a01, sca), _mm256_madd_epi16(a23, sca)));
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_madd_epi16(b01, scb), _mm256_madd_epi16(b23, scb)));
+            }
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+            __m256i off = _mm256_setzero_si256();
+            for (int pp = 0; pp < 8; pp++) {
+                const __m128i sab = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)x->sc[2 * pp]),
+                                                      _mm_loadl_epi64((const __m128i *)x->sc[2 * pp + 1]));
+                int32_t bs;
+                memcpy(&bs, &y->bsums[2 * pp], 4);
+                off = _mm256_add_epi32(off, _mm256_madd_epi16(_mm256_cvtepi8_epi16(sab), _mm256_set1_epi32(bs)));
+            }
+            const __m256i tot = _mm256_sub_epi32(sumi[t], _mm256_slli_epi32(off, 5));
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(y->d)), _mm256_cvtepi32_ps(tot), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, acc[t]);
+}
+
+PACKED_ENTRY(cpu_dot_q6_Kx8q_q8_K_avx2, q6_Kx8q_dot)
+
 /* ---- Q4_0, Q5_0, Q4_1, Q5_1, 8 rows a 32-element block ---------------------------
  * Register k (k = 0..3) holds the file's qs bytes 4k..4k+3 of every row: low
  * nibbles elements 4k.., high nibbles 16 + 4k..; the fifth bits expand from

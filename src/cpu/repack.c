@@ -95,6 +95,26 @@ void cpu_pack_q6_Kx8(const uint8_t *w, size_t w_stride, int64_t i, block_q6_Kx8 
     }
 }
 
+/* Q6_K for AVX2 (repack.h block_q6_Kx8q): the same codes as cpu_pack_q6_Kx8
+ * decodes them, placed 4 elements of 8 rows a register. */
+void cpu_pack_q6_Kx8q(const uint8_t *w, size_t w_stride, int64_t i, block_q6_Kx8q *dst) {
+    memset(dst->qh, 0, sizeof dst->qh);
+    for (int r = 0; r < Q4_KX8_ROWS; r++) {
+        const block_q6_K *x = (const block_q6_K *)(w + (size_t)r * w_stride) + i;
+        dst->d[r] = x->d;
+        for (int j = 0; j < 16; j++) dst->sc[j][r] = x->scales[j];
+        for (int e = 0; e < QK_K; e++) {
+            const int h = e / 128, k2 = (e % 128) / 32, l = e % 32;
+            const int low = (x->ql[64 * h + 32 * (k2 % 2) + l] >> (4 * (k2 / 2))) & 0xF;
+            const int q = low | (((x->qh[32 * h + l] >> (2 * k2)) & 3) << 4);
+            const int j = e / 16, p = j / 2, s = j % 2, k = (e % 16) / 4, b = e % 4;
+            uint8_t *lb = &dst->ql[p][k][4 * r + b];
+            *lb = (uint8_t)(s ? (*lb & 0x0F) | (q & 0xF) << 4 : (*lb & 0xF0) | (q & 0xF));
+            dst->qh[p][k / 2][4 * r + b] |= (uint8_t)((q >> 4) << (4 * (k % 2) + 2 * s));
+        }
+    }
+}
+
 /* The 32-element formats (repack.h): each row's scales, its 16 quant bytes
  * in two halves of 8 at 8r of qs[0] and qs[1], its qh bytes at [b][r]. */
 void cpu_pack_legacy_x8(nib_type t, const uint8_t *w, size_t w_stride, int64_t i, q4_Kx8_order order, void *dst) {
@@ -210,6 +230,9 @@ static void pack_q5_Kx8(const uint8_t *w, size_t w_stride, int64_t i, void *dst)
 static void pack_q6_Kx8(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
     cpu_pack_q6_Kx8(w, w_stride, i, dst);
 }
+static void pack_q6_Kx8q(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
+    cpu_pack_q6_Kx8q(w, w_stride, i, dst);
+}
 static void pack_q4_Kx8_quads(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
     cpu_pack_q4_Kx8(w, w_stride, i, Q4_KX8_QUADS, dst);
 }
@@ -233,6 +256,8 @@ static const cpu_packed pack_rows[] = {
      cpu_dot_q5_Kx8_q8_K_avx512, NULL, 0, 0, 1},
     {NIB_TYPE_Q6_K, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, QK_K, sizeof(block_q6_Kx8), pack_q6_Kx8,
      cpu_dot_q6_Kx8_q8_K_avx512, NULL, 0, 0, 2},
+    {NIB_TYPE_Q6_K, NIB_SIMD_AVX2, Q4_KX8_ROWS, QK_K, sizeof(block_q6_Kx8q), pack_q6_Kx8q, cpu_dot_q6_Kx8q_q8_K_avx2,
+     NULL, 0, 0, 2},
     {NIB_TYPE_Q4_0, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q4_0x8), pack_q4_0x8,
      cpu_dot_q4_0x8_q8_0s_avx512, cpu_quantize_q8_0s, sizeof(block_q8_0s), 32, 1},
     {NIB_TYPE_Q5_0, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q5_0x8), pack_q5_0x8,

@@ -81,6 +81,25 @@ typedef struct {
 NIB_STATIC_ASSERT(sizeof(block_q6_Kx8) == 8 * sizeof(block_q6_K), "block_q6_Kx8 size");
 void cpu_pack_q6_Kx8(const uint8_t *w, size_t w_stride, int64_t i, block_q6_Kx8 *dst);
 
+/* Q6_K, 8 rows (AVX2, byte order Q4_KX8_QUADS). Sub-blocks 2p and 2p + 1
+ * (16 elements each) of the 8 rows are 4 registers k of 32 bytes, byte 4r +
+ * b holding element 4k + b of row r of both; a token's matching activation
+ * bytes are 4 contiguous ones (a 32-bit broadcast):
+ *   ql[p][k] byte 4r + b: low nibble the low 4 bits of sub-block 2p's code
+ *            there, high nibble 2p + 1's;
+ *   qh[p][k / 2] byte 4r + b: from bit 4 (k % 2) up, the top 2 bits of 2p's
+ *            code, then of 2p + 1's;
+ *   sc[j][r] the signed scale of sub-block j of row r.
+ * x = d * sc * (q - 32). Same bytes as the rows they replace. */
+typedef struct {
+    nib_half d[Q4_KX8_ROWS];
+    int8_t sc[16][Q4_KX8_ROWS];
+    uint8_t ql[8][4][4 * Q4_KX8_ROWS];
+    uint8_t qh[8][2][4 * Q4_KX8_ROWS];
+} block_q6_Kx8q;
+NIB_STATIC_ASSERT(sizeof(block_q6_Kx8q) == 8 * sizeof(block_q6_K), "block_q6_Kx8q size");
+void cpu_pack_q6_Kx8q(const uint8_t *w, size_t w_stride, int64_t i, block_q6_Kx8q *dst);
+
 /* Where quad k (elements 4k..4k+3, low nibbles; 16+4k.., high) byte b of
  * row r sits in a sub-block's 128 bytes. */
 static inline int q4_Kx8_qs_byte(q4_Kx8_order o, int k, int r, int b) {
