@@ -787,7 +787,32 @@ static void test_repack_q4_K_layout(void) {
         bad5 += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
     }
     CHECK(bad5 == 0, "Q5_Kx8: %d of 8 rows decode differently from the file layout", bad5);
-    free(W5), free(P5);
+
+    /* Q5_K for AVX2: Q4_KX8_QUADS codes, the fifth bit of byte 4r + b of
+     * register k at bit 4r + b of qh[j][k][low 0 / high 1 nibble] */
+    block_q5_Kx8q *Q5 = malloc(sizeof *Q5 * (size_t)nb);
+    memset(Q5, 0x5A, sizeof *Q5 * (size_t)nb);
+    for (int64_t i = 0; i < nb; i++) cpu_pack_q5_Kx8q(W5, rb5, i, Q5 + i);
+    int bad5q = 0;
+    for (int r = 0; r < Q4_KX8_ROWS; r++) {
+        tr(NIB_TYPE_Q5_K)->dequantize(W5 + r * rb5, ref, n);
+        poison(got, n);
+        for (int64_t i = 0; i < nb; i++)
+            for (int j = 0; j < 8; j++) {
+                const float d1 = nib_fp16_to_f32(Q5[i].d[r]) * (float)Q5[i].sc[j][r];
+                const float m1 = nib_fp16_to_f32(Q5[i].dmin[r]) * (float)Q5[i].m[j / 2][r][j % 2];
+                for (int e = 0; e < 32; e++) {
+                    const int k = (e % 16) / 4, b = e % 4, h = e / 16;
+                    const uint8_t byte = Q5[i].qs[j][32 * k + 4 * r + b];
+                    int q = h == 0 ? byte & 0x0F : byte >> 4;
+                    q |= (int)((Q5[i].qh[j][k][h] >> (4 * r + b)) & 1u) << 4;
+                    got[QK_K * i + 32 * j + e] = d1 * (float)q - m1;
+                }
+            }
+        bad5q += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
+    }
+    CHECK(bad5q == 0, "Q5_Kx8q: %d of 8 rows decode differently from the file layout", bad5q);
+    free(W5), free(P5), free(Q5);
 
     /* Q6_K: element 4h + b (A) or 8 + 4h + b (B) of sub-block j at byte 8r + 4h + b */
     const size_t rb6 = row_bytes(NIB_TYPE_Q6_K, n);

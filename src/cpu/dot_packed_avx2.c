@@ -252,3 +252,67 @@ PACKED_ENTRY_F(cpu_dot_q4_0x8_q8_0s_avx2, legacy_x8_dot, LX_Q4_0)
 PACKED_ENTRY_F(cpu_dot_q5_0x8_q8_0s_avx2, legacy_x8_dot, LX_Q5_0)
 PACKED_ENTRY_F(cpu_dot_q4_1x8_q8_1_avx2, legacy_x8_dot, LX_Q4_1)
 PACKED_ENTRY_F(cpu_dot_q5_1x8_q8_1_avx2, legacy_x8_dot, LX_Q5_1)
+
+/* ---- Q5_K, 8 rows (cpu/repack.h block_q5_Kx8q) ------------------------------------
+ * Q4_K's kernel with each register's fifth bits added from two 32-bit masks
+ * (fifth_bits); codes up to 31 keep 4 maddubs in int16 (4 * 2 * 31 * 128 =
+ * 31,744), so a sub-block's 8 meet its scales in two madds. */
+static ALWAYS_INLINE void q5_Kx8q_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride,
+                                      float *out) {
+    const block_q5_Kx8q *x = (const block_q5_Kx8q *)p;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[NT_MAX], acc_m[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps(), acc_m[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, x++) {
+        __m256i sumi[NT_MAX];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
+        for (int j = 0; j < 8; j++) {
+            const __m128i s8 = _mm_loadl_epi64((const __m128i *)x->sc[j]);
+            const __m256i sc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s8, s8)); /* (sc_r, sc_r) a row */
+            __m256i s16[2][NT_MAX];
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) s16[0][t] = _mm256_setzero_si256(), s16[1][t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                const __m256i bits = _mm256_loadu_si256((const __m256i *)(x->qs[j] + 32 * k)); /* Q4_KX8_QUADS */
+                const __m256i lo = _mm256_or_si256(_mm256_and_si256(bits, m4), fifth_bits(x->qh[j][k][0]));
+                const __m256i hi =
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), fifth_bits(x->qh[j][k][1]));
+#pragma GCC unroll 4
+                for (int t = 0; t < nt; t++) {
+                    const int8_t *yq = kq_act_block(a, a_stride, t, i)->qs + 32 * j + 4 * k;
+                    int32_t y0, y1;
+                    memcpy(&y0, yq, 4), memcpy(&y1, yq + 16, 4);
+                    s16[k / 2][t] = _mm256_add_epi16(s16[k / 2][t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(y0)));
+                    s16[k / 2][t] = _mm256_add_epi16(s16[k / 2][t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(y1)));
+                }
+            }
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++)
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_madd_epi16(s16[0][t], sc),
+                                                                     _mm256_madd_epi16(s16[1][t], sc)));
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));
+        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->dmin));
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+            const __m256i bs = _mm256_castsi128_si256(kq_bsums32(y)); /* 8 sums of 32, int16 */
+            __m256i ms = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                const __m256i m = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)x->m[q]));
+                ms = _mm256_add_epi32(ms, _mm256_madd_epi16(m, _mm256_permutevar8x32_epi32(bs, _mm256_set1_epi32(q))));
+            }
+            const __m256 dy = _mm256_set1_ps(y->d);
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, dy), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+            acc_m[t] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, dy), _mm256_cvtepi32_ps(ms), acc_m[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm256_sub_ps(acc[t], acc_m[t]));
+}
+
+PACKED_ENTRY(cpu_dot_q5_Kx8q_q8_K_avx2, q5_Kx8q_dot)

@@ -70,6 +70,20 @@ void cpu_pack_q5_Kx8(const uint8_t *w, size_t w_stride, int64_t i, block_q5_Kx8 
     }
 }
 
+/* Q5_K for AVX2 (repack.h block_q5_Kx8q) */
+void cpu_pack_q5_Kx8q(const uint8_t *w, size_t w_stride, int64_t i, block_q5_Kx8q *dst) {
+    memset(dst->qh, 0, sizeof dst->qh);
+    for (int r = 0; r < Q4_KX8_ROWS; r++) {
+        const block_q5_K *x = (const block_q5_K *)(w + (size_t)r * w_stride) + i;
+        pack_k_row(x->d, x->dmin, x->scales, x->qs, r, Q4_KX8_QUADS, (block_q4_Kx8 *)dst, dst->qs);
+        for (int j = 0; j < 8; j++)
+            for (int l = 0; l < 32; l++) {
+                const uint32_t bit = (uint32_t)(x->qh[l] >> j) & 1u;
+                dst->qh[j][(l % 16) / 4][l / 16] |= bit << (4 * r + l % 4);
+            }
+    }
+}
+
 /* Q6_K: each row's 256 codes (0..63) decoded as quant/q_k.c describes
  * them, then placed per repack.h. */
 void cpu_pack_q6_Kx8(const uint8_t *w, size_t w_stride, int64_t i, block_q6_Kx8 *dst) {
@@ -230,6 +244,9 @@ static void pack_q5_Kx8(const uint8_t *w, size_t w_stride, int64_t i, void *dst)
 static void pack_q6_Kx8(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
     cpu_pack_q6_Kx8(w, w_stride, i, dst);
 }
+static void pack_q5_Kx8q(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
+    cpu_pack_q5_Kx8q(w, w_stride, i, dst);
+}
 static void pack_q6_Kx8q(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
     cpu_pack_q6_Kx8q(w, w_stride, i, dst);
 }
@@ -258,6 +275,8 @@ static const cpu_packed pack_rows[] = {
      cpu_dot_q6_Kx8_q8_K_avx512, NULL, 0, 0, 2},
     {NIB_TYPE_Q6_K, NIB_SIMD_AVX2, Q4_KX8_ROWS, QK_K, sizeof(block_q6_Kx8q), pack_q6_Kx8q, cpu_dot_q6_Kx8q_q8_K_avx2,
      NULL, 0, 0, 2},
+    {NIB_TYPE_Q5_K, NIB_SIMD_AVX2, Q4_KX8_ROWS, QK_K, sizeof(block_q5_Kx8q), pack_q5_Kx8q, cpu_dot_q5_Kx8q_q8_K_avx2,
+     NULL, 0, 0, 1},
     {NIB_TYPE_Q4_0, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q4_0x8), pack_q4_0x8,
      cpu_dot_q4_0x8_q8_0s_avx512, cpu_quantize_q8_0s, sizeof(block_q8_0s), 32, 1},
     {NIB_TYPE_Q5_0, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q5_0x8), pack_q5_0x8,

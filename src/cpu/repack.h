@@ -61,6 +61,20 @@ typedef struct {
 NIB_STATIC_ASSERT(sizeof(block_q5_Kx8) == 1440, "block_q5_Kx8 size"); /* 8 x 176 + the unpacked scales' 32 */
 void cpu_pack_q5_Kx8(const uint8_t *w, size_t w_stride, int64_t i, block_q5_Kx8 *dst);
 
+/* Q5_K, 8 rows (AVX2): block_q4_Kx8's fields with qs in Q4_KX8_QUADS order,
+ * and the fifth bits as 32-bit masks, qh[j][k][h] bit 4r + b = the fifth bit
+ * of the element in byte 4r + b of register k of sub-block j, low (h = 0) or
+ * high (h = 1) nibble: element 4k + b or 16 + 4k + b of row r. */
+typedef struct {
+    nib_half d[Q4_KX8_ROWS], dmin[Q4_KX8_ROWS];
+    uint8_t sc[8][Q4_KX8_ROWS];
+    uint8_t m[4][Q4_KX8_ROWS][2];
+    uint32_t qh[8][4][2];
+    uint8_t qs[8][16 * Q4_KX8_ROWS];
+} block_q5_Kx8q;
+NIB_STATIC_ASSERT(sizeof(block_q5_Kx8q) == 1440, "block_q5_Kx8q size");
+void cpu_pack_q5_Kx8q(const uint8_t *w, size_t w_stride, int64_t i, block_q5_Kx8q *dst);
+
 /* Q6_K, 8 rows (AVX-512). Sub-block j (16 elements) of the 8 rows is two
  * registers of 64 bytes, A (elements 0..7) and B (8..15), byte 8r + 4h + b
  * of each holding element 4h + b (A) or 8 + 4h + b (B) of row r; a token's
