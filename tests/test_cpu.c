@@ -949,6 +949,19 @@ static void test_repack_legacy_layout(void) {
             rows_bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
         }
         CHECK(rows_bad == 0, "Q8_0 x8: %d of 8 rows decode differently from the file layout", rows_bad);
+        /* quads (AVX2): byte 32k + 4r + b of the flat qs is row r's code 4k + b */
+        memset(P, 0x5A, sizeof P);
+        for (int64_t i = 0; i < nb; i++) cpu_pack_legacy_x8(NIB_TYPE_Q8_0, W, rb, i, Q4_KX8_QUADS, &P[i]);
+        rows_bad = 0;
+        for (int r = 0; r < 8; r++) {
+            tr(NIB_TYPE_Q8_0)->dequantize(W + r * rb, ref, n);
+            poison(got, n);
+            for (int64_t i = 0; i < nb; i++)
+                for (int e = 0; e < 32; e++)
+                    got[32 * i + e] = nib_fp16_to_f32(P[i].d[r]) * (float)(&P[i].qs[0][0])[32 * (e / 4) + 4 * r + e % 4];
+            rows_bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
+        }
+        CHECK(rows_bad == 0, "Q8_0 x8 quads: %d of 8 rows decode differently from the file layout", rows_bad);
         free(W);
         block_q8_0u u[8];
         memset(u, 0x5A, sizeof u);

@@ -147,6 +147,7 @@ void cpu_dot_q6_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a
 void cpu_dot_q4_Kx8_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q6_Kx8q_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q5_Kx8q_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
+void cpu_dot_q8_0x8_q8_0_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q4_0x8_q8_0s_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q5_0x8_q8_0s_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q4_1x8_q8_1_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);

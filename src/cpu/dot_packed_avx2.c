@@ -316,3 +316,44 @@ static ALWAYS_INLINE void q5_Kx8q_dot(int nt, int64_t n, const void *p, const vo
 }
 
 PACKED_ENTRY(cpu_dot_q5_Kx8q_q8_K_avx2, q5_Kx8q_dot)
+
+/* ---- Q8_0, 8 rows a 32-element block (Q4_KX8_QUADS) --------------------------------
+ * Signed codes against signed activations: maddubs takes |w| (once a block)
+ * and the token's 4 bytes broadcast with w's signs (psignb), each pair sum
+ * at most 2 * 128 * 127 = 32,512, widened by a madd with ones before the
+ * next: the activation codes are at most 127 in magnitude (Q8_0's rounding
+ * of x / (amax / 127)), so the sign flip never meets -128. */
+static ALWAYS_INLINE void q8_0x8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride, float *out) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    const block_q8_0x8 *x = (const block_q8_0x8 *)p;
+    for (int64_t i = 0; i < n / 32; i++, x++) {
+        __m256i w[8], aw[8];
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            w[k] = _mm256_loadu_si256((const __m256i *)(&x->qs[0][0] + 32 * k));
+            aw[k] = _mm256_abs_epi8(w[k]);
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_0 *y = (const block_q8_0 *)((const uint8_t *)a + (size_t)t * a_stride) + i;
+            int32_t yq[8];
+            memcpy(yq, y->qs, sizeof yq);
+            __m256i sum = _mm256_setzero_si256();
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) {
+                const __m256i s = _mm256_maddubs_epi16(aw[k], _mm256_sign_epi8(_mm256_set1_epi32(yq[k]), w[k]));
+                sum = _mm256_add_epi32(sum, _mm256_madd_epi16(s, ones));
+            }
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(simd_fp16_to_f32(y->d))), _mm256_cvtepi32_ps(sum),
+                                     acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, acc[t]);
+}
+
+PACKED_ENTRY(cpu_dot_q8_0x8_q8_0_avx2, q8_0x8_dot)

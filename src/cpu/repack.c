@@ -161,7 +161,10 @@ void cpu_pack_legacy_x8(nib_type t, const uint8_t *w, size_t w_stride, int64_t i
             const block_q8_0 *b = (const block_q8_0 *)row + i;
             block_q8_0x8 *o = dst;
             o->d[r] = b->d;
-            for (int p = 0; p < 4; p++) memcpy(&o->qs[p][8 * r], b->qs + 8 * p, 8);
+            if (order == Q4_KX8_PAIRS)
+                for (int p = 0; p < 4; p++) memcpy(&o->qs[p][8 * r], b->qs + 8 * p, 8);
+            else /* quads: register k holds codes 4k..4k+3 of every row */
+                for (int k = 0; k < 8; k++) memcpy(&o->qs[0][0] + 32 * k + 4 * r, b->qs + 4 * k, 4);
             continue;
         }
         case NIB_TYPE_Q5_1: {
@@ -234,6 +237,7 @@ PACKER(pack_q5_0x8, NIB_TYPE_Q5_0, Q4_KX8_PAIRS)
 PACKER(pack_q4_1x8, NIB_TYPE_Q4_1, Q4_KX8_PAIRS)
 PACKER(pack_q5_1x8, NIB_TYPE_Q5_1, Q4_KX8_PAIRS)
 PACKER(pack_q4_0x8_quads, NIB_TYPE_Q4_0, Q4_KX8_QUADS)
+PACKER(pack_q8_0x8_quads, NIB_TYPE_Q8_0, Q4_KX8_QUADS)
 PACKER(pack_q5_0x8_quads, NIB_TYPE_Q5_0, Q4_KX8_QUADS)
 PACKER(pack_q4_1x8_quads, NIB_TYPE_Q4_1, Q4_KX8_QUADS)
 PACKER(pack_q5_1x8_quads, NIB_TYPE_Q5_1, Q4_KX8_QUADS)
@@ -291,6 +295,8 @@ static const cpu_packed pack_rows[] = {
      cpu_dot_q5_1x8_q8_1_avx2, NULL, 0, 0, 1},
     {NIB_TYPE_Q8_0, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q8_0x8), pack_q8_0x8,
      cpu_dot_q8_0x8_q8_0u_avx512, cpu_quantize_q8_0u, sizeof(block_q8_0u), 32, 1},
+    {NIB_TYPE_Q8_0, NIB_SIMD_AVX2, Q4_KX8_ROWS, 32, sizeof(block_q8_0x8), pack_q8_0x8_quads, cpu_dot_q8_0x8_q8_0_avx2,
+     NULL, 0, 0, 1},
     {NIB_TYPE_Q4_1, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q4_1x8), pack_q4_1x8,
      cpu_dot_q4_1x8_q8_1_avx512, NULL, 0, 0, 1},
     {NIB_TYPE_Q5_1, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q5_1x8), pack_q5_1x8,

@@ -152,7 +152,8 @@ NIB_STATIC_ASSERT(sizeof(block_q5_0x8) == 8 * sizeof(block_q5_0), "block_q5_0x8 
 NIB_STATIC_ASSERT(sizeof(block_q4_1x8) == 8 * sizeof(block_q4_1), "block_q4_1x8 size");
 NIB_STATIC_ASSERT(sizeof(block_q5_1x8) == 8 * sizeof(block_q5_1), "block_q5_1x8 size");
 
-/* Q8_0: qs[p][8r + i] is row r's code 8p + i. */
+/* Q8_0: qs[p][8r + i] is row r's code 8p + i (Q4_KX8_PAIRS, AVX-512); in
+ * Q4_KX8_QUADS (AVX2) byte 32k + 4r + b of qs (flat) is row r's code 4k + b. */
 typedef struct { nib_half d[Q4_KX8_ROWS]; int8_t qs[4][8 * Q4_KX8_ROWS]; } block_q8_0x8;
 NIB_STATIC_ASSERT(sizeof(block_q8_0x8) == 8 * sizeof(block_q8_0), "block_q8_0x8 size");
 
