@@ -48,6 +48,14 @@ void nib_rope_apply(float *x, int64_t pos, const nib_rope *r) {
 }
 
 void nib_swiglu(float *gate, const float *up, int64_t n) {
+    if (nib_cpu_simd_level() >= NIB_SIMD_AVX2) {
+        nib_swiglu_avx2(gate, up, n);
+        return;
+    }
+    nib_swiglu_ref(gate, up, n);
+}
+
+void nib_swiglu_ref(float *gate, const float *up, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         float g = gate[i];
         gate[i] = g / (1.0f + expf(-g)) * up[i];

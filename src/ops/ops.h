@@ -28,10 +28,13 @@ void nib_rope_apply(float *x, int64_t pos, const nib_rope *r);
 void nib_rope_table(float *cs, int64_t pos, const nib_rope *r);
 void nib_rope_apply_table(float *x, const float *cs, const nib_rope *r);
 
-/* gate = act(gate) * up over n elements. nib_geglu_tanh takes the AVX2 form
- * where the CPU has it: the same operations but tanh, which is a vector
- * approximation there (ops/act_avx2.c) instead of libm's tanhf (the reference). */
+/* gate = act(gate) * up over n elements. Both take the AVX2 form where the
+ * CPU has it: the same operations but tanh (GELU) and exp (SiLU), which are
+ * vector approximations there (ops/act_avx2.c) instead of libm's tanhf and
+ * expf (the references). */
 void nib_swiglu(float *gate, const float *up, int64_t n);
+void nib_swiglu_ref(float *gate, const float *up, int64_t n);  /* scalar reference */
+void nib_swiglu_avx2(float *gate, const float *up, int64_t n); /* AVX2/FMA: only when the CPU has them */
 void nib_geglu_tanh(float *gate, const float *up, int64_t n);
 void nib_geglu_tanh_ref(float *gate, const float *up, int64_t n);  /* scalar reference */
 void nib_geglu_tanh_avx2(float *gate, const float *up, int64_t n); /* AVX2/FMA: only when the CPU has them */
