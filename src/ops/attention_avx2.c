@@ -1,10 +1,12 @@
 /* AVX2 + F16C + FMA attention over a GQA group (see attention.c). fp16 K/V
  * rows are widened 8 at a time with vcvtph2ps; each K row is loaded once and
  * dotted with every query of the group, each V row once and accumulated into
- * every output of the group. Compiled with -mavx2 -mfma -mf16c only; called
+ * every output of the group; the softmax takes a vector expf. Compiled with -mavx2 -mfma -mf16c only; called
  * only after the CPU said it has them. */
 #include <immintrin.h>
+#include <math.h>
 
+#include "ops/exp_avx2.h"
 #include "ops/ops.h"
 
 #define MAX_GROUP_REGS 16  /* query heads per KV head handled with the row in registers */
@@ -12,6 +14,33 @@
 static inline __m256 load8(const void *base, int kv_f16, int64_t i) {
     if (kv_f16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + i)));
     return _mm256_loadu_ps((const float *)base + i);
+}
+
+/* nib_softmax_rows with the vector expf (exp_avx2.h): the same steps (max,
+ * exp of the differences summed in double, one multiply by the inverse),
+ * exp within a few ulp of libm's; differences below -87 count as exp(-87). */
+static void softmax_rows_avx2(float *s, int g, int64_t n) {
+    for (int h = 0; h < g; h++) {
+        float *r = s + (int64_t)h * n, mx = -INFINITY;
+        for (int64_t j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
+        const __m256 vmx = _mm256_set1_ps(mx), lo = _mm256_set1_ps(-87.0f);
+        __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+        int64_t j = 0;
+        for (; j + 8 <= n; j += 8) {
+            const __m256 e = exp_avx2(_mm256_max_ps(_mm256_sub_ps(_mm256_loadu_ps(r + j), vmx), lo));
+            _mm256_storeu_ps(r + j, e);
+            s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+            s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+        }
+        double part[4], sum = 0.0;
+        _mm256_storeu_pd(part, _mm256_add_pd(s0, s1));
+        for (int k = 0; k < 4; k++) sum += part[k];
+        for (; j < n; j++) sum += (r[j] = expf(r[j] - mx));
+        const float inv = (float)(1.0 / sum);
+        const __m256 vinv = _mm256_set1_ps(inv);
+        for (j = 0; j + 8 <= n; j += 8) _mm256_storeu_ps(r + j, _mm256_mul_ps(_mm256_loadu_ps(r + j), vinv));
+        for (; j < n; j++) r[j] *= inv;
+    }
 }
 
 static inline float hsum(__m256 v) {
@@ -39,7 +68,7 @@ void nib_attention_group_avx2(const nib_attn_args *a) {
             for (int h = 0; h < hn; h++) a->scores[(int64_t)(h0 + h) * n + j] = hsum(acc[h]) * a->scale;
         }
     }
-    nib_softmax_rows(a->scores, g, n);
+    softmax_rows_avx2(a->scores, g, n);
     /* output: one V row at a time into every output of the group */
     for (int h = 0; h < g; h++)
         for (int32_t d = 0; d < a->hd_v; d++) a->out[(int64_t)h * a->hd_v + d] = 0.0f;
@@ -107,7 +136,7 @@ void nib_attention_tokens_avx2(const nib_attn_args *a, int nq, int64_t q_stride,
     }
     for (int i = 0; i < nq; i++) {
         float *ps = a->scores + (int64_t)i * g * span;
-        for (int h = 0; h < g; h++) nib_softmax_rows(ps + (int64_t)h * span + (lo[i] - lo_min), 1, hi[i] - lo[i]);
+        for (int h = 0; h < g; h++) softmax_rows_avx2(ps + (int64_t)h * span + (lo[i] - lo_min), 1, hi[i] - lo[i]);
         /* this token's group against each V row of its range, 16 columns at a time (hd_v % 16 == 8: the last 8 apart) */
         for (int32_t d0 = 0; d0 < a->hd_v; d0 += 16) {
             const int two = d0 + 16 <= a->hd_v;
