@@ -20,48 +20,72 @@
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #define NT_MAX 4
 
-/* ---- Q4_K, 8 rows interleaved (cpu/repack.h) --------------------------------------
+/* bit i of w as 0x10 in byte i, 0 elsewhere */
+static ALWAYS_INLINE __m256i fifth_bits(uint32_t w) {
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)w), shuf), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(0x10));
+}
+
+/* ---- Q4_K and Q5_K, 8 rows interleaved (cpu/repack.h) -----------------------------
  * Per sub-block and token: 8 maddubs of a register of 8 rows x 4 elements
  * by the token's 4 activation bytes broadcast, added in int16 (16 products
  * of at most 15 * 128 a lane: 30,720, no overflow), then one madd with the 8
  * rows' scales as int16 pairs. Against the file layout's dot (one maddubs
  * and one madd per 32 elements of one row and token) that is half the
  * multiplies. The minimums: 4 madds of the rows' (m_2p, m_2p+1) pairs with
- * the token's pair of 32-element activation sums. A (row, token)'s
- * operations do not depend on nt: any batch gives it the same bits. */
-static ALWAYS_INLINE void q4_Kx8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride,
-                                     float *out) {
-    const block_q4_Kx8 *x = (const block_q4_Kx8 *)p;
+ * the token's pair of 32-element activation sums. Q5_K (five,
+ * block_q5_Kx8q): each register's fifth bits added from two 32-bit masks
+ * (fifth_bits); codes up to 31 keep 4 maddubs in int16 (4 * 2 * 31 * 128 =
+ * 31,744), so a sub-block's 8 meet its scales in two madds. A (row,
+ * token)'s operations do not depend on nt: any batch gives it the same bits. */
+static ALWAYS_INLINE void q45_Kx8_dot(bool five, int nt, int64_t n, const void *p, const void *a, size_t a_stride,
+                                      float *out) {
+    /* block_q4_Kx8 and block_q5_Kx8q share d, dmin, sc and m; then qh (Q5_K), qs */
+    const size_t bb = five ? sizeof(block_q5_Kx8q) : sizeof(block_q4_Kx8);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[NT_MAX], acc_m[NT_MAX];
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps(), acc_m[t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++, x++) {
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const block_q4_Kx8 *x = (const block_q4_Kx8 *)((const uint8_t *)p + (size_t)i * bb);
+        const block_q5_Kx8q *x5 = (const block_q5_Kx8q *)x;
+        const uint8_t(*qs)[16 * Q4_KX8_ROWS] = five ? x5->qs : x->qs;
         __m256i sumi[NT_MAX];
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
         for (int j = 0; j < 8; j++) {
             const __m128i s8 = _mm_loadl_epi64((const __m128i *)x->sc[j]);
             const __m256i sc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s8, s8)); /* (sc_r, sc_r) a row */
-            __m256i s16[NT_MAX];
+            __m256i s16[2][NT_MAX]; /* Q4_K: all 8 maddubs in [0]; Q5_K: registers 0-1 in [0], 2-3 in [1] */
 #pragma GCC unroll 4
-            for (int t = 0; t < nt; t++) s16[t] = _mm256_setzero_si256();
+            for (int t = 0; t < nt; t++) s16[0][t] = _mm256_setzero_si256(), s16[1][t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
-                const __m256i bits = _mm256_loadu_si256((const __m256i *)(x->qs[j] + 32 * k)); /* Q4_KX8_QUADS */
-                const __m256i lo = _mm256_and_si256(bits, m4);
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+                const __m256i bits = _mm256_loadu_si256((const __m256i *)(qs[j] + 32 * k)); /* Q4_KX8_QUADS */
+                __m256i lo = _mm256_and_si256(bits, m4);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+                if (five) {
+                    lo = _mm256_or_si256(lo, fifth_bits(x5->qh[j][k][0]));
+                    hi = _mm256_or_si256(hi, fifth_bits(x5->qh[j][k][1]));
+                }
+                const int h = five ? k / 2 : 0;
 #pragma GCC unroll 4
                 for (int t = 0; t < nt; t++) {
                     const int8_t *yq = kq_act_block(a, a_stride, t, i)->qs + 32 * j + 4 * k;
                     int32_t y0, y1;
                     memcpy(&y0, yq, 4), memcpy(&y1, yq + 16, 4);
-                    s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(y0)));
-                    s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(y1)));
+                    s16[h][t] = _mm256_add_epi16(s16[h][t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(y0)));
+                    s16[h][t] = _mm256_add_epi16(s16[h][t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(y1)));
                 }
             }
 #pragma GCC unroll 4
-            for (int t = 0; t < nt; t++) sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(s16[t], sc));
+            for (int t = 0; t < nt; t++) {
+                __m256i v = _mm256_madd_epi16(s16[0][t], sc);
+                if (five) v = _mm256_add_epi32(v, _mm256_madd_epi16(s16[1][t], sc));
+                sumi[t] = _mm256_add_epi32(sumi[t], v);
+            }
         }
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));
         const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->dmin));
@@ -84,7 +108,8 @@ static ALWAYS_INLINE void q4_Kx8_dot(int nt, int64_t n, const void *p, const voi
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm256_sub_ps(acc[t], acc_m[t]));
 }
 
-PACKED_ENTRY(cpu_dot_q4_Kx8_q8_K_avx2, q4_Kx8_dot)
+PACKED_ENTRY_F(cpu_dot_q4_Kx8_q8_K_avx2, q45_Kx8_dot, false)
+PACKED_ENTRY_F(cpu_dot_q5_Kx8q_q8_K_avx2, q45_Kx8_dot, true)
 
 /* ---- Q6_K, 8 rows (cpu/repack.h block_q6_Kx8q) ------------------------------------
  * Per pair of sub-blocks (2p, 2p + 1) and token: 4 registers of 8 rows x 4
@@ -174,14 +199,6 @@ PACKED_ENTRY(cpu_dot_q6_Kx8q_q8_K_avx2, q6_Kx8q_dot)
  * a block and token (block_q8_0s); Q4_1/Q5_1 add m * s. */
 typedef enum { LX_Q4_0, LX_Q5_0, LX_Q4_1, LX_Q5_1 } lx_fmt;
 
-/* bit i of w as 0x10 in byte i, 0 elsewhere */
-static ALWAYS_INLINE __m256i fifth_bits(uint32_t w) {
-    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
-    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)w), shuf), bit);
-    return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(0x10));
-}
-
 static ALWAYS_INLINE void legacy_x8_dot(lx_fmt f, int nt, int64_t n, const void *p, const void *a, size_t a_stride,
                                         float *out) {
     const bool has_min = f == LX_Q4_1 || f == LX_Q5_1, has_qh = f == LX_Q5_0 || f == LX_Q5_1;
@@ -252,70 +269,6 @@ PACKED_ENTRY_F(cpu_dot_q4_0x8_q8_0s_avx2, legacy_x8_dot, LX_Q4_0)
 PACKED_ENTRY_F(cpu_dot_q5_0x8_q8_0s_avx2, legacy_x8_dot, LX_Q5_0)
 PACKED_ENTRY_F(cpu_dot_q4_1x8_q8_1_avx2, legacy_x8_dot, LX_Q4_1)
 PACKED_ENTRY_F(cpu_dot_q5_1x8_q8_1_avx2, legacy_x8_dot, LX_Q5_1)
-
-/* ---- Q5_K, 8 rows (cpu/repack.h block_q5_Kx8q) ------------------------------------
- * Q4_K's kernel with each register's fifth bits added from two 32-bit masks
- * (fifth_bits); codes up to 31 keep 4 maddubs in int16 (4 * 2 * 31 * 128 =
- * 31,744), so a sub-block's 8 meet its scales in two madds. */
-static ALWAYS_INLINE void q5_Kx8q_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride,
-                                      float *out) {
-    const block_q5_Kx8q *x = (const block_q5_Kx8q *)p;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc[NT_MAX], acc_m[NT_MAX];
-#pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps(), acc_m[t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++, x++) {
-        __m256i sumi[NT_MAX];
-#pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
-        for (int j = 0; j < 8; j++) {
-            const __m128i s8 = _mm_loadl_epi64((const __m128i *)x->sc[j]);
-            const __m256i sc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s8, s8)); /* (sc_r, sc_r) a row */
-            __m256i s16[2][NT_MAX];
-#pragma GCC unroll 4
-            for (int t = 0; t < nt; t++) s16[0][t] = _mm256_setzero_si256(), s16[1][t] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; k++) {
-                const __m256i bits = _mm256_loadu_si256((const __m256i *)(x->qs[j] + 32 * k)); /* Q4_KX8_QUADS */
-                const __m256i lo = _mm256_or_si256(_mm256_and_si256(bits, m4), fifth_bits(x->qh[j][k][0]));
-                const __m256i hi =
-                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), fifth_bits(x->qh[j][k][1]));
-#pragma GCC unroll 4
-                for (int t = 0; t < nt; t++) {
-                    const int8_t *yq = kq_act_block(a, a_stride, t, i)->qs + 32 * j + 4 * k;
-                    int32_t y0, y1;
-                    memcpy(&y0, yq, 4), memcpy(&y1, yq + 16, 4);
-                    s16[k / 2][t] = _mm256_add_epi16(s16[k / 2][t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(y0)));
-                    s16[k / 2][t] = _mm256_add_epi16(s16[k / 2][t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(y1)));
-                }
-            }
-#pragma GCC unroll 4
-            for (int t = 0; t < nt; t++)
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_madd_epi16(s16[0][t], sc),
-                                                                     _mm256_madd_epi16(s16[1][t], sc)));
-        }
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));
-        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->dmin));
-#pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) {
-            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
-            const __m256i bs = _mm256_castsi128_si256(kq_bsums32(y)); /* 8 sums of 32, int16 */
-            __m256i ms = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int q = 0; q < 4; q++) {
-                const __m256i m = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)x->m[q]));
-                ms = _mm256_add_epi32(ms, _mm256_madd_epi16(m, _mm256_permutevar8x32_epi32(bs, _mm256_set1_epi32(q))));
-            }
-            const __m256 dy = _mm256_set1_ps(y->d);
-            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, dy), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-            acc_m[t] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, dy), _mm256_cvtepi32_ps(ms), acc_m[t]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, _mm256_sub_ps(acc[t], acc_m[t]));
-}
-
-PACKED_ENTRY(cpu_dot_q5_Kx8q_q8_K_avx2, q5_Kx8q_dot)
 
 /* ---- Q8_0, 8 rows a 32-element block (Q4_KX8_QUADS) --------------------------------
  * Signed codes against signed activations: maddubs takes |w| (once a block)

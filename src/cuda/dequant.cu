@@ -647,15 +647,16 @@ static void launch_dequant_f16(const nib_cuda_weight *w, __half *out, cudaStream
     dequant_f16<D><<<(unsigned)(blocks < (1 << 20) ? blocks : (1 << 20)), DQ16_THREADS, 0, st>>>(
         w->dev, w->row_bytes, n_pieces_row, n_pieces, out);
 }
-/* a tiled matrix's (Q4_K, Q6_K): tiles of 32 blocks, tile_bytes each; the
- * half of a tiled gate/up pair takes every other row of the pair's tiles */
+/* a tiled matrix's (gemv_tiled.cuh): tiles of 32 blocks, w->t32_tile bytes
+ * each; the half of a tiled gate/up pair takes every other row of the pair's
+ * tiles */
 template <class D>
-static void launch_dequant_f16_t32(const nib_cuda_weight *w, __half *out, cudaStream_t st, size_t tile_bytes) {
+static void launch_dequant_f16_t32(const nib_cuda_weight *w, __half *out, cudaStream_t st) {
     const int n_pieces_row = (int)(w->n_in / D::PE);
     const int64_t n_pieces = (int64_t)n_pieces_row * w->n_out;
     const int64_t blocks = CEIL_DIV(n_pieces, DQ16_THREADS);
     dequant_f16<D, true><<<(unsigned)(blocks < (1 << 20) ? blocks : (1 << 20)), DQ16_THREADS, 0, st>>>(
-        w->dev, w->row_bytes, n_pieces_row, n_pieces, out, tile_bytes, w->t32_pair ? 2 : 1,
+        w->dev, w->row_bytes, n_pieces_row, n_pieces, out, (size_t)w->t32_tile, w->t32_pair ? 2 : 1,
         w->t32_pair ? w->t32_pair - 1 : 0);
 }
 
@@ -674,28 +675,31 @@ typedef struct get_rows_row {
     int piece;              /* elements per piece: 32 (out must be 16-byte aligned) or 1 */
     get_rows_launch_fn launch;
     dequant_f16_fn launch_f16;
+    dequant_f16_fn launch_f16_t32; /* the same on the tiled layout, for the formats that have one; else NULL */
 } get_rows_row;
 
 /* One row per format with a device decoder. To add a format: write its dq_
  * struct above, transcribing the reference decoder in src/quant/, and add a
  * row; tests/gpu/test_gpu_dequant.c checks it bit for bit on the next GPU run.
  * Q8_1 and Q8_K are activation formats no model stores weights in. */
-#define ROW(T, NAME, D) {NIB_TYPE_##T, "get_rows<" NAME ">", D::PE, launch_get_rows<D>, launch_dequant_f16<D>}
+#define ROW(T, NAME, D) {NIB_TYPE_##T, "get_rows<" NAME ">", D::PE, launch_get_rows<D>, launch_dequant_f16<D>, NULL}
+#define ROW_T32(T, NAME, D) \
+    {NIB_TYPE_##T, "get_rows<" NAME ">", D::PE, launch_get_rows<D>, launch_dequant_f16<D>, launch_dequant_f16_t32<D>}
 
 static const get_rows_row get_rows_rows[] = {
     ROW(F32, "f32", dq_f32),
     ROW(F16, "f16", dq_f16),
     ROW(BF16, "bf16", dq_bf16),
-    ROW(Q4_0, "q4_0", dq_q4_0),
+    ROW_T32(Q4_0, "q4_0", dq_q4_0),
     ROW(Q4_1, "q4_1", dq_q4_1),
     ROW(Q5_0, "q5_0", dq_q5_0),
     ROW(Q5_1, "q5_1", dq_q5_1),
     ROW(Q8_0, "q8_0", dq_q8_0),
     ROW(Q2_K, "q2_K", dq_q2_K),
     ROW(Q3_K, "q3_K", dq_q3_K),
-    ROW(Q4_K, "q4_K", dq_q4_K),
+    ROW_T32(Q4_K, "q4_K", dq_q4_K),
     ROW(Q5_K, "q5_K", dq_q5_K),
-    ROW(Q6_K, "q6_K", dq_q6_K),
+    ROW_T32(Q6_K, "q6_K", dq_q6_K),
     ROW(IQ2_XXS, "iq2_xxs", dq_iq2_xxs),
     ROW(IQ2_XS, "iq2_xs", dq_iq2_xs),
     ROW(IQ2_S, "iq2_s", dq_iq2_s),
@@ -758,11 +762,9 @@ nib_status cuda_dequant_f16(const nib_cuda_weight *w, void *out, cudaStream_t st
     if (!r || !out || ((uintptr_t)out & 15) != 0 || w->n_in % r->piece != 0)
         return nib_error_set(err, NIB_ERR_ARG, "cuda_dequant_f16: no decoder for %s, out NULL or not 16-byte aligned, or "
                              "rows not whole pieces", w ? nib_type_name(w->type) : "a NULL weight");
-    if (w->t32_g && w->type == NIB_TYPE_Q4_K) launch_dequant_f16_t32<dq_q4_K>(w, (__half *)out, st, 9 * 512);
-    else if (w->t32_g && w->type == NIB_TYPE_Q6_K) launch_dequant_f16_t32<dq_q6_K>(w, (__half *)out, st, 13 * 512 + 64);
-    else if (w->t32_g && w->type == NIB_TYPE_Q4_0) launch_dequant_f16_t32<dq_q4_0>(w, (__half *)out, st, 9 * 512);
-    else if (w->t32_g) return nib_error_set(err, NIB_ERR_ARG, "cuda_dequant_f16: a tiled %s matrix", nib_type_name(w->type));
-    else r->launch_f16(w, (__half *)out, st);
+    const dequant_f16_fn launch = w->t32_g ? r->launch_f16_t32 : r->launch_f16;
+    if (!launch) return nib_error_set(err, NIB_ERR_ARG, "cuda_dequant_f16: a tiled %s matrix", nib_type_name(w->type));
+    launch(w, (__half *)out, st);
     char what[160];
     snprintf(what, sizeof what, "launch of dequant_f16 (%s, n_in %lld, n_out %lld)", nib_type_name(w->type),
              (long long)w->n_in, (long long)w->n_out);

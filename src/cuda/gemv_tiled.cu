@@ -192,6 +192,7 @@ extern "C" nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_
     if (s != NIB_OK || !dst) return s;
     cudaFree(w->dev);
     w->dev = dst, w->bytes = bytes, w->t32_g = g, w->t32_ks = ks;
+    w->t32_tile = t32_dispatch(w->type, [](auto f) { return decltype(f)::TILE; });
     *tiled = true;
     return NIB_OK;
 }
@@ -220,6 +221,7 @@ extern "C" nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_w
     gate->dev = up->dev = dst;
     gate->bytes = bytes / 2, up->bytes = bytes - bytes / 2; /* the device bytes, shared out */
     gate->t32_g = up->t32_g = g;
+    gate->t32_tile = up->t32_tile = t32_dispatch(gate->type, [](auto f) { return decltype(f)::TILE; });
     up->t32_grid = gate->t32_grid;
     gate->t32_pair = 1, up->t32_pair = 2;
     *tiled = true;
