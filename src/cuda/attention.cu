@@ -13,6 +13,11 @@
  * only on the device from *pos) then combine:
  *   - one active split (the context fits one chunk): that CTA normalises and
  *     writes out itself; nothing else runs.
+ *   - 2 to ATTN_CLUSTER_MAX (8) splits on sm_90: the splits of a (token, kv
+ *     head slice) are one thread block cluster; each leaves its partial in
+ *     its own shared memory, and after the cluster's barrier all its CTAs
+ *     merge a share of the dims, reading the partials through DSMEM
+ *     (attn_cluster_merge). Nothing goes through global memory.
  *   - up to ATTN_FUSED_MAX_SPLITS splits: each writes (m, l, acc[hd_v]) per
  *     head to scratch, bumps a per-(token, kv-head slice) arrival counter, and
  *     the CTA that arrives last merges and writes out (no second launch).
@@ -89,8 +94,10 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
 #include "cuda/act_q8.cuh"
@@ -105,6 +112,7 @@
 #define ATTN_CHUNK_MAX 256        /* ... and at most (see above) */
 #define ATTN_SPLITS_PER_TOKEN 32  /* n_tok * n_split target while the chunk is below ATTN_CHUNK_MAX */
 #define ATTN_FUSED_MAX_SPLITS 32  /* the last CTA merges at most this many splits (one per lane) */
+#define ATTN_CLUSTER_MAX 8        /* splits merged through a thread block cluster at most (portable size) */
 #define ATTN_COUNTERS 1024        /* arrival counters at the head of scratch */
 #define ATTN_COUNTER_BYTES (ATTN_COUNTERS * 4)
 #define ATTN_WARPS 4              /* warps per attn_split CTA */
@@ -349,10 +357,67 @@ __device__ __forceinline__ attn_span attn_span_of(const attn_params &a, int p) {
     return {j0, j0 >> a.chunk_log2, p >> a.chunk_log2};
 }
 
+/* The merge of a (token, head slice)'s active splits when its CTAs form one
+ * thread block cluster (split s is the cluster's CTA of rank s): each active
+ * CTA has left its (M, L) per head in cl_ml and its unnormalised acc in
+ * cl_acc (stride floats per head) of its own shared memory; after the
+ * cluster's barrier the dims are dealt out over all its CTAs' threads, each
+ * reading the active splits' values from their shared memory (DSMEM). Against
+ * the last-arrival merge (global partials, a fence, an atomic, two reads back
+ * through L2), the chain after the last split's rows is one barrier and one
+ * DSMEM read. The second barrier keeps every CTA's shared memory alive until
+ * all reads of it are done. Every thread of every CTA of the cluster calls it. */
+template <int GB>
+__device__ __forceinline__ void attn_cluster_merge(const attn_params &a, const float2 *cl_ml, const float *cl_acc,
+                                                   int stride, int t, int h0, int n_h, int s_lo, int s_hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync();
+    const int rank = (int)cl.block_rank(), n_cta = (int)cl.num_blocks();
+    /* idx runs in whole warps (n_h * hd_v and the threads are multiples of 32):
+     * a warp holds 32 consecutive dims of one head, a quantization block */
+    for (int idx = rank * ATTN_THREADS + threadIdx.x; idx < n_h * a.hd_v; idx += n_cta * ATTN_THREADS) {
+        const int g = idx / a.hd_v, d = idx - g * a.hd_v, h = h0 + g;
+        float2 ml[ATTN_CLUSTER_MAX];
+        float acc[ATTN_CLUSTER_MAX];
+#pragma unroll
+        for (int s = 0; s < ATTN_CLUSTER_MAX; s++) {
+            const bool in = s >= s_lo && s <= s_hi;
+            ml[s] = in ? cl.map_shared_rank(cl_ml, s)[g] : make_float2(-INFINITY, 0.0f);
+            acc[s] = in ? cl.map_shared_rank(cl_acc, s)[g * stride + d] : 0.0f;
+        }
+        float M = -INFINITY;
+#pragma unroll
+        for (int s = 0; s < ATTN_CLUSTER_MAX; s++) M = fmaxf(M, ml[s].x);
+        const float s2 = a.sinks ? __ldg(a.sinks + h) * LOG2E_F : -INFINITY;
+        M = fmaxf(M, s2);  /* finite: split s_hi holds row p */
+        float L = a.sinks ? exp2f(s2 - M) : 0.0f, A = 0.0f;
+#pragma unroll
+        for (int s = 0; s < ATTN_CLUSTER_MAX; s++) {
+            const float w = exp2_rel(ml[s].x, M);  /* 0 for the splits outside [s_lo, s_hi] */
+            L = fmaf(ml[s].y, w, L);
+            A = fmaf(acc[s], w, A);
+        }
+        const float o = A / L;
+        const size_t i = (size_t)h * a.hd_v + d;
+        a.out[(size_t)t * a.n_head * a.hd_v + i] = o;
+        if (a.act_q) quantize_warp32(o, attn_act_q(a, t, i), attn_act_ds(a, t, i));
+    }
+    cl.sync();
+#endif
+}
+
 /* ---- kernel 1: one chunk of the cache, GB heads of one GQA group ----------------- */
 
-template <int T, int NCK, int NCV, int GB>
+template <int T, int NCK, int NCV, int GB, bool CL>
 __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 900
+    if (CL) { /* clusters are sm_90's; the host never launches this row below it */
+        __trap();
+        return;
+    }
+#endif
     constexpr int TEAMS = ATTN_THREADS / T;
     constexpr int R = attn_rows_per_step(NCK + NCV, GB);
     constexpr int STEP = TEAMS * R;  /* rows a CTA covers per step */
@@ -406,11 +471,20 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
     /* the active splits: those that hold rows of [j0, p] */
     const attn_span sp = attn_span_of(a, p);
     const int j0 = sp.j0, s_lo = sp.s_lo, s_hi = sp.s_hi;
-    if (split < s_lo || split > s_hi) return;  /* nothing to do, and nobody waits for this CTA */
+    const int n_active = s_hi - s_lo + 1;
+    /* the cluster's merge: every CTA of the cluster runs it, the idle ones too
+     * (they hold no partial, but take a share of the merge's dims) */
+    __shared__ float2 cl_ml[CL ? GB : 1];
+    __shared__ float cl_acc[CL ? GB : 1][CL ? NCV * T * 8 : 1];
+    if (split < s_lo || split > s_hi) {  /* nothing to do */
+        if (!CL || n_active == 1) return;  /* and nobody waits for this CTA */
+        pdl_launch_dependents();
+        attn_cluster_merge<GB>(a, &cl_ml[0], &cl_acc[0][0], NCV * T * 8, t, h0, n_h, s_lo, s_hi);
+        return;
+    }
     /* no deferred norm in the quantized output: one CTA that always runs clears the trailer */
     if (a.act_q && split == s_hi && blockIdx.y == 0 && t == 0 && threadIdx.x < ACT_SCALE_PARTS)
         a.act_sc->part[threadIdx.x] = 0.0;
-    const int n_active = s_hi - s_lo + 1;
     const int lo = max(base0, j0), hi = min(base0 + C, p + 1);  /* lo < hi for an active split */
 
     /* pre-scale q (one rounding per element, instead of a multiply per score) */
@@ -505,6 +579,9 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
             a.out[(size_t)t * a.n_head * a.hd_v + i] = o;
             /* a warp holds 32 consecutive dims of one head (hd_v % 32 == 0): one block */
             if (a.act_q) quantize_warp32(o, attn_act_q(a, t, i), attn_act_ds(a, t, i));
+        } else if (CL) {
+            cl_acc[g][d] = A;
+            if (d == 0) cl_ml[g] = make_float2(M, L);
         } else {
             const size_t th = ((size_t)t * a.n_head + h) * a.n_split + split;
             a.part_acc[th * a.hd_v + d] = A;
@@ -512,6 +589,10 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
         }
     }
     if (alone || a.merge_kernel) return;
+    if (CL) {
+        attn_cluster_merge<GB>(a, &cl_ml[0], &cl_acc[0][0], NCV * T * 8, t, h0, n_h, s_lo, s_hi);
+        return;
+    }
 
     /* ---- the merge, by the last of the n_active CTAs of (token, head slice) to
      * get here. Classic threadfence reduction: every thread fences its own
@@ -667,12 +748,13 @@ typedef struct attn_row {
     int T, nck, ncv, gb;
     int step_rows;       /* rows a CTA covers per step: (ATTN_THREADS / T) * R */
     attn_kernel_fn fn;
+    attn_kernel_fn fn_cl; /* the same, its splits merged through a cluster (sm_90) */
     const char *kernel;  /* for error messages */
 } attn_row;
 
-#define ATTN_ROW(T, NK, NV, GB)                                                                           \
-    {T, NK, NV, GB, (ATTN_THREADS / T) * attn_rows_per_step(NK + NV, GB), attn_split<T, NK, NV, GB>, \
-     "attn_split<" #T "," #NK "," #NV "," #GB ">"}
+#define ATTN_ROW(T, NK, NV, GB)                                                                             \
+    {T, NK, NV, GB, (ATTN_THREADS / T) * attn_rows_per_step(NK + NV, GB), attn_split<T, NK, NV, GB, false>, \
+     attn_split<T, NK, NV, GB, true>, "attn_split<" #T "," #NK "," #NV "," #GB ">"}
 #define ATTN_ROWS_GB4(T, NK, NV) ATTN_ROW(T, NK, NV, 1), ATTN_ROW(T, NK, NV, 2), ATTN_ROW(T, NK, NV, 4)
 
 static const attn_row attn_rows[] = {
@@ -754,9 +836,11 @@ extern "C" size_t nib_cuda_attention_scratch_bytes(int n_tok, int n_head, int hd
  * With the late trigger and the rows ahead, tg128 on the H200 (notes v23):
  * Qwen2.5-0.5B Q4_K_M 1,492 -> 1,546, Llama-3-8B Q4_K_M 428 -> 436,
  * Llama-3.2-1B 1,382 -> 1,416. attn_merge (long contexts) is a plain launch. */
-static nib_status attn_launch(const attn_params *p, const attn_row *r, cudaStream_t stream, nib_error *err) {
+static nib_status attn_launch(const attn_params *p, const attn_row *r, bool cluster, cudaStream_t stream,
+                              nib_error *err) {
     const dim3 grid((unsigned)p->n_split, (unsigned)(p->n_head_kv * p->n_slices), (unsigned)p->n_tok);
-    cudaError_t e = pdl_launch(r->fn, grid, dim3(ATTN_THREADS), 0, stream, *p);
+    cudaError_t e = cluster ? pdl_launch_cluster(r->fn_cl, grid, dim3(ATTN_THREADS), 0, stream, p->n_split, *p)
+                            : pdl_launch(r->fn, grid, dim3(ATTN_THREADS), 0, stream, *p);
     if (e == cudaSuccess && p->merge_kernel) {
         attn_merge<<<dim3((unsigned)p->n_head, (unsigned)p->n_tok), ATTN_MERGE_THREADS, 0, stream>>>(*p);
         e = cudaGetLastError();
@@ -765,13 +849,30 @@ static nib_status attn_launch(const attn_params *p, const attn_row *r, cudaStrea
     if (e != cudaSuccess) {
         char what[256];
         snprintf(what, sizeof what,
-                 "launch of %s (n_tok %d, n_head %d, n_head_kv %d, hd_k %d, hd_v %d, max_len %d, %d splits of %d)",
-                 r ? r->kernel : "attn_merge", p->n_tok, p->n_head, p->n_head_kv, p->hd_k, p->hd_v, p->max_len,
+                 "launch of %s%s (n_tok %d, n_head %d, n_head_kv %d, hd_k %d, hd_v %d, max_len %d, %d splits of %d)",
+                 r ? r->kernel : "attn_merge", r && cluster ? " as clusters" : "", p->n_tok, p->n_head, p->n_head_kv, p->hd_k, p->hd_v, p->max_len,
                  p->n_split, p->chunk);
         cuda_ok(e, "cudaGetLastError()", what, err);
         return err ? err->status : NIB_ERR_IO;
     }
     return NIB_OK;
+}
+
+/* Whether the splits may merge through a cluster: compute capability 9.0+
+ * (asked once), unless NIB_CUDA_ATTN_CLUSTER=0 (read at every call: tests
+ * and benches take both paths in one process). */
+static bool attn_clusters_on(void) {
+    static int major = -1;
+    const char *env = getenv("NIB_CUDA_ATTN_CLUSTER");
+    if (env && env[0] == '0') return false;
+    if (major < 0) {
+        int dev = 0, m = 0;
+        major = cudaGetDevice(&dev) == cudaSuccess &&
+                        cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess
+                    ? m
+                    : 0;
+    }
+    return major >= 9;
 }
 
 static bool misaligned(const void *p) { return ((uintptr_t)p & 15) != 0; }
@@ -842,8 +943,12 @@ extern "C" nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, n
         p.merge_kernel = p.n_split > ATTN_FUSED_MAX_SPLITS ||
                          (int64_t)p.n_tok * p.n_head_kv * p.n_slices > ATTN_COUNTERS;
     }
+    /* a cluster of the splits merges them in DSMEM (no partials, counters or
+     * second launch) where the device has clusters and they fit one */
+    const bool cluster = p.n_split >= 2 && p.n_split <= ATTN_CLUSTER_MAX && attn_clusters_on();
+    if (cluster) p.merge_kernel = 0;
 #undef ATTN_ARG
-    nib_status s = attn_launch(&p, r, (cudaStream_t)stream, err);
+    nib_status s = attn_launch(&p, r, cluster, (cudaStream_t)stream, err);
     if (s == NIB_OK && a->act_out && !fold)
         s = nib_cuda_act_quantize(a->out, (int64_t)a->n_head * a->hd_v, a->n_tok, a->act_out, stream, err);
     return s;

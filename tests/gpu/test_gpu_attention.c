@@ -41,7 +41,9 @@
  * max_len, which must give NaN (one split, merge in place, attn_merge); and
  * the argument checks. The three ways a call combines its chunks are all
  * covered: one active chunk writes out, up to 32 merge in the last CTA, more
- * (or too many counters) go through attn_merge.
+ * (or too many counters) go through attn_merge; on sm_90, 2 to 8 splits
+ * merge through a thread block cluster, and the cases that take it run a
+ * second time with NIB_CUDA_ATTN_CLUSTER=0 (the last-CTA merge).
  * Every case also asks for the output quantized (act_out): in all three
  * ways it must equal nib_cuda_act_quantize of the output bit for bit (the
  * same rule on the same floats), with NaN scales for tokens past max_len
@@ -66,6 +68,7 @@
  *
  * Without a usable GPU the run is one skip with the reason.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -619,6 +622,19 @@ int main(void) {
     RUN(test_bound_broken);
     RUN(test_chain_after_qkv_rope);
     RUN(test_errors);
+    /* On sm_90 a call of 2..8 splits merges them through a thread block
+     * cluster; the cases that take such calls run again with the last-CTA
+     * merge the other devices (and longer contexts) use. */
+    setenv("NIB_CUDA_ATTN_CLUSTER", "0", 1);
+    RUN(test_sweep_group1);
+    RUN(test_sweep_group4);
+    RUN(test_window_softcap_sinks);
+    RUN(test_gqa_and_dims);
+    RUN(test_causal_batch);
+    RUN(test_replay_positions);
+    RUN(test_decode_real_short);
+    RUN(test_chain_after_qkv_rope);
+    unsetenv("NIB_CUDA_ATTN_CLUSTER");
     printf("worst ||gpu-ref||/||ref|| %.2e (bound %.0e)\n", worst_rel, REL_BOUND);
     return test_summary();
 }
