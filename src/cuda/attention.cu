@@ -13,7 +13,7 @@
  * only on the device from *pos) then combine:
  *   - one active split (the context fits one chunk): that CTA normalises and
  *     writes out itself; nothing else runs.
- *   - 2 to ATTN_CLUSTER_MAX (8) splits on sm_90: the splits of a (token, kv
+ *   - one token's 2 to ATTN_CLUSTER_MAX (8) splits on sm_90: the splits of a (token, kv
  *     head slice) are one thread block cluster; each leaves its partial in
  *     its own shared memory, and after the cluster's barrier all its CTAs
  *     merge a share of the dims, reading the partials through DSMEM
@@ -943,9 +943,12 @@ extern "C" nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, n
         p.merge_kernel = p.n_split > ATTN_FUSED_MAX_SPLITS ||
                          (int64_t)p.n_tok * p.n_head_kv * p.n_slices > ATTN_COUNTERS;
     }
-    /* a cluster of the splits merges them in DSMEM (no partials, counters or
-     * second launch) where the device has clusters and they fit one */
-    const bool cluster = p.n_split >= 2 && p.n_split <= ATTN_CLUSTER_MAX && attn_clusters_on();
+    /* one token (decode): a cluster of the splits merges them in DSMEM (no
+     * partials, counters or second launch) where the device has clusters and
+     * they fit one. Not for batches: with 512 tokens a split waiting at the
+     * cluster barrier for its twin holds its SM, and pp512 lost 5-6% (Llama-3-8B
+     * and Qwen2.5-0.5B Q4_0, bench/gpu-decode-notes.md v59) */
+    const bool cluster = a->n_tok == 1 && p.n_split >= 2 && p.n_split <= ATTN_CLUSTER_MAX && attn_clusters_on();
     if (cluster) p.merge_kernel = 0;
 #undef ATTN_ARG
     nib_status s = attn_launch(&p, r, cluster, (cudaStream_t)stream, err);

@@ -42,7 +42,7 @@
  * the argument checks. The three ways a call combines its chunks are all
  * covered: one active chunk writes out, up to 32 merge in the last CTA, more
  * (or too many counters) go through attn_merge; on sm_90, 2 to 8 splits
- * merge through a thread block cluster, and the cases that take it run a
+ * of one token merge through a thread block cluster, and the cases that take it run a
  * second time with NIB_CUDA_ATTN_CLUSTER=0 (the last-CTA merge).
  * Every case also asks for the output quantized (act_out): in all three
  * ways it must equal nib_cuda_act_quantize of the output bit for bit (the
@@ -622,9 +622,9 @@ int main(void) {
     RUN(test_bound_broken);
     RUN(test_chain_after_qkv_rope);
     RUN(test_errors);
-    /* On sm_90 a call of 2..8 splits merges them through a thread block
-     * cluster; the cases that take such calls run again with the last-CTA
-     * merge the other devices (and longer contexts) use. */
+    /* On sm_90 a one-token call of 2..8 splits merges them through a thread
+     * block cluster; the cases that take such calls run again with the
+     * last-CTA merge the other devices (longer contexts, batches) use. */
     setenv("NIB_CUDA_ATTN_CLUSTER", "0", 1);
     RUN(test_sweep_group1);
     RUN(test_sweep_group4);
