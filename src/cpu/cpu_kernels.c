@@ -63,9 +63,15 @@ static const cpu_type_row type_rows[NIB_TYPE_COUNT] = {
     [NIB_TYPE_Q4_K] = {false, {[L_AVX2] = cpu_dot_q4_K_q8_K_avx2, [L_512] = cpu_dot_q4_K_q8_K_avx512},
                        {[L_AVX2] = cpu_dot_q4_K_q8_K_x4_avx2, [L_512] = cpu_dot_q4_K_q8_K_x4_avx512},
                        {[L_512] = cpu_dot_q4_K_q8_K_2x4_avx512}},
+    [NIB_TYPE_Q2_K] = {false, {[L_AVX2] = cpu_dot_q2_K_q8_K_avx2, [L_512] = cpu_dot_q2_K_q8_K_avx512},
+                       {[L_AVX2] = cpu_dot_q2_K_q8_K_x4_avx2, [L_512] = cpu_dot_q2_K_q8_K_x4_avx512}},
+    [NIB_TYPE_Q3_K] = {false, {[L_AVX2] = cpu_dot_q3_K_q8_K_avx2, [L_512] = cpu_dot_q3_K_q8_K_avx512},
+                       {[L_AVX2] = cpu_dot_q3_K_q8_K_x4_avx2, [L_512] = cpu_dot_q3_K_q8_K_x4_avx512}},
     [NIB_TYPE_Q5_K] = {false, {[L_AVX2] = cpu_dot_q5_K_q8_K_avx2}, {[L_AVX2] = cpu_dot_q5_K_q8_K_x4_avx2}},
     [NIB_TYPE_Q6_K] = {false, {[L_AVX2] = cpu_dot_q6_K_q8_K_avx2, [L_512] = cpu_dot_q6_K_q8_K_avx512},
                        {[L_AVX2] = cpu_dot_q6_K_q8_K_x4_avx2, [L_512] = cpu_dot_q6_K_q8_K_x4_avx512}},
+    [NIB_TYPE_IQ4_NL] = {false, {[L_AVX2] = cpu_dot_iq4_nl_q8_0_avx2}, {[L_AVX2] = cpu_dot_iq4_nl_q8_0_x4_avx2}},
+    [NIB_TYPE_IQ4_XS] = {false, {[L_AVX2] = cpu_dot_iq4_xs_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq4_xs_q8_K_x4_avx2}},
 };
 
 /* Activation quantizers by activation type and level; NULL falls back the

@@ -1,5 +1,5 @@
 /* AVX-512 VNNI dots: Q4_0, Q5_0, Q8_0 (with Q8_0), Q4_1, Q5_1 (with Q8_1) and
- * Q4_K, Q6_K (with Q8_K). The kernels of the packed layouts (cpu/repack.h)
+ * Q2_K, Q3_K, Q4_K, Q6_K (with Q8_K). The kernels of the packed layouts (cpu/repack.h)
  * are in dot_packed_avx512.c.
  *
  * What VNNI changes: vpdpbusd sums four u8 x s8 products into an int32 lane
@@ -492,7 +492,7 @@ static ALWAYS_INLINE void q6k_dot(int nt, int64_t n, const void *w, const void *
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
             const block_q8_K *y = kq_act_block(a, a_stride, t, i);
-            const __m512i offset = _mm512_zextsi256_si512(kq_q6_offset_sum(scales8, y));
+            const __m512i offset = _mm512_zextsi256_si512(kq_scale_bsums(scales8, y));
             const __m512i s = _mm512_sub_epi32(sumi[t], _mm512_slli_epi32(offset, 5));
             acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(y->d * xd), _mm512_cvtepi32_ps(s), acc[t]);
         }
@@ -508,4 +508,111 @@ float cpu_dot_q6_K_q8_K_avx512(int64_t n, const void *w, const void *a) {
 }
 void cpu_dot_q6_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
     q6k_dot(4, n, w, a, a_stride, out);
+}
+
+/* ---- Q2_K and Q3_K with Q8_K ---------------------------------------------------------
+ * Q6_K's shape (above) on the 2-bit layout of dot_kquant_avx2.c: in half h
+ * the 32 bytes of qs[32h..] doubled into a 512-bit register give quarters
+ * 0|1 and 2|3 with one variable shift and a mask each (Q3_K adds its high
+ * bits, bit 4h + k of each hmask byte, at bit 2), so q01 and q23 line up
+ * with 64 contiguous activation bytes each; vpdpbusd's sums of 4 (at most
+ * 4 * 7 * 128) pack to int16 and meet the sub-block scales, laid out as for
+ * Q6_K, in one vpdpwssd: three multiplies per 128 elements and token. The
+ * offsets as in the AVX2 kernel: Q2_K's minimum term apart, Q3_K's
+ * 4 * sum_j sc_j * bsums_j off the int32 total. */
+static ALWAYS_INLINE void low2k_dot(bool three, int nt, int64_t n, const void *w, const void *a, size_t a_stride,
+                                    float *out) {
+    const __m512i m3 = _mm512_set1_epi8(3), one = _mm512_set1_epi8(1);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m512i sh01 = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(0), _mm512_set1_epi16(2));
+    const __m512i sh23 = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(4), _mm512_set1_epi16(6));
+    __m512i sc_idx[2], hs01[2], hs23[2];
+    for (int h = 0; h < 2; h++) {
+        short idx[32];
+        for (int l = 0; l < 32; l++) idx[l] = (short)(8 * h + (l % 8 < 4 ? 0 : 4) + l / 8);
+        sc_idx[h] = _mm512_loadu_si512((const void *)idx);
+        hs01[h] = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16((short)(4 * h)), _mm512_set1_epi16((short)(4 * h + 1)));
+        hs23[h] = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16((short)(4 * h + 2)), _mm512_set1_epi16((short)(4 * h + 3)));
+    }
+    __m512 acc[NT_MAX];
+    __m256 acc_m[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps(), acc_m[t] = _mm256_setzero_ps();
+    const size_t bb = three ? sizeof(block_q3_K) : sizeof(block_q2_K);
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const uint8_t *blk = (const uint8_t *)w + (size_t)i * bb;
+        const block_q2_K *x2 = (const block_q2_K *)blk;
+        const block_q3_K *x3 = (const block_q3_K *)blk;
+        const uint8_t *qs = three ? x3->qs : x2->qs;
+        __m128i scales8;
+        __m256i mins16 = _mm256_setzero_si256();
+        __m512i hm2 = _mm512_setzero_si512();
+        if (three) {
+            scales8 = kq_q3_scales8(x3->scales);
+            const __m256i hm = _mm256_loadu_si256((const __m256i *)x3->hmask);
+            hm2 = _mm512_inserti64x4(_mm512_castsi256_si512(hm), hm, 1);
+        } else {
+            const __m128i packed = _mm_loadu_si128((const __m128i *)x2->scales);
+            scales8 = _mm_and_si128(packed, m4);
+            mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4));
+        }
+        const __m512i sc = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(scales8)); /* lanes 0..15 used */
+        __m512i sumi[NT_MAX];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) sumi[t] = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            const __m256i q2 = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
+            const __m512i q22 = _mm512_inserti64x4(_mm512_castsi256_si512(q2), q2, 1);
+            __m512i q01 = _mm512_and_si512(_mm512_srlv_epi16(q22, sh01), m3);
+            __m512i q23 = _mm512_and_si512(_mm512_srlv_epi16(q22, sh23), m3);
+            if (three) {
+                q01 = _mm512_or_si512(q01, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hm2, hs01[h]), one), 2));
+                q23 = _mm512_or_si512(q23, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hm2, hs23[h]), one), 2));
+            }
+            const __m512i sch = _mm512_permutexvar_epi16(sc_idx[h], sc);
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) {
+                const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+                const __m512i d01 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q01,
+                                                        _mm512_loadu_si512((const void *)(y->qs + 128 * h)));
+                const __m512i d23 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q23,
+                                                        _mm512_loadu_si512((const void *)(y->qs + 128 * h + 64)));
+                sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_packs_epi32(d01, d23), sch);
+            }
+        }
+        const float xd = simd_fp16_to_f32(three ? x3->d : x2->d);
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+            __m512i s = sumi[t];
+            if (three) {
+                s = _mm512_sub_epi32(s, _mm512_slli_epi32(_mm512_zextsi256_si512(kq_scale_bsums(scales8, y)), 2));
+            } else {
+                const __m256i ms = _mm256_madd_epi16(mins16, _mm256_loadu_si256((const __m256i *)y->bsums));
+                acc_m[t] = _mm256_fmadd_ps(_mm256_set1_ps(y->d * simd_fp16_to_f32(x2->dmin)), _mm256_cvtepi32_ps(ms),
+                                           acc_m[t]);
+            }
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(y->d * xd), _mm512_cvtepi32_ps(s), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(acc[t]) - (three ? 0.0f : simd_hsum_f32x8(acc_m[t]));
+}
+
+float cpu_dot_q2_K_q8_K_avx512(int64_t n, const void *w, const void *a) {
+    float r;
+    low2k_dot(false, 1, n, w, a, 0, &r);
+    return r;
+}
+void cpu_dot_q2_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    low2k_dot(false, 4, n, w, a, a_stride, out);
+}
+
+float cpu_dot_q3_K_q8_K_avx512(int64_t n, const void *w, const void *a) {
+    float r;
+    low2k_dot(true, 1, n, w, a, 0, &r);
+    return r;
+}
+void cpu_dot_q3_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    low2k_dot(true, 4, n, w, a, a_stride, out);
 }

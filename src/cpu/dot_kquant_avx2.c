@@ -1,4 +1,4 @@
-/* AVX2 dots of the K-quants Q4_K, Q5_K and Q6_K with Q8_K activations.
+/* AVX2 dots of the K-quants Q2_K, Q3_K, Q4_K, Q5_K and Q6_K with Q8_K activations.
  *
  * A super-block is 256 elements, i.e. eight 256-bit registers of int8. Per
  * register: maddubs (u8 weight x s8 activation, pairs summed into int16),
@@ -175,7 +175,7 @@ static ALWAYS_INLINE void q6_dot(int nt, int64_t n, const void *w, const void *a
         for (int t = 0; t < nt; t++) {
             const block_q8_K *y = kq_act_block(a, a_stride, t, i);
             /* the -32 offset: 32 * sum_j sc_j * bsums_j, subtracted once */
-            const __m256i s = _mm256_sub_epi32(sumi[t], _mm256_slli_epi32(kq_q6_offset_sum(scales8, y), 5));
+            const __m256i s = _mm256_sub_epi32(sumi[t], _mm256_slli_epi32(kq_scale_bsums(scales8, y), 5));
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y->d * xd), _mm256_cvtepi32_ps(s), acc[t]);
         }
     }
@@ -190,4 +190,98 @@ float cpu_dot_q6_K_q8_K_avx2(int64_t n, const void *w, const void *a) {
 }
 void cpu_dot_q6_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
     q6_dot(4, n, w, a, a_stride, out);
+}
+
+/* ---- Q2_K and Q3_K ----------------------------------------------------------------
+ * Both keep their 2-bit fields in the layout of quant/q_k.c: in half h of
+ * 128 elements, element 128h + 32k + l has bits 2k..2k+1 of qs[32h + l], so
+ * one 32-byte load serves four steps, each a 16-bit shift by 2k and a mask.
+ * A step's 32 elements are sub-blocks 8h + 2k (low 128-bit lane) and
+ * 8h + 2k + 1 (high lane), whose scales q6_scale_pair places likewise.
+ *
+ *   Q2_K  x = d*sc*q - dmin*m, q 0..3, sc and m 4 bits: the minimum term is
+ *         dmin * d_a * sum_j m_j * bsums_j, one madd per super-block.
+ *   Q3_K  x = d*sc*(q - 4*(1 - hbit)), sc signed 6 bits: the unsigned
+ *         q' = q + 4*hbit (0..7) goes into maddubs and 4 * sum_j sc_j *
+ *         bsums_j comes off the int32 total once, as Q6_K's -32 does.
+ *         Element e's hbit is bit e/32 of hmask[e%32]: bit 4h + k of byte l,
+ *         taken by the 16-bit shift and byte mask Q5_K uses.
+ * maddubs pairs reach 2*3*127 and 2*7*127, far from int16's limit. */
+
+static ALWAYS_INLINE void low2_dot(bool three, int nt, int64_t n, const void *w, const void *a, size_t a_stride,
+                                   float *out) {
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    __m256 acc[NT_MAX], acc_m[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = acc_m[t] = _mm256_setzero_ps();
+    const size_t bb = three ? sizeof(block_q3_K) : sizeof(block_q2_K);
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const uint8_t *blk = (const uint8_t *)w + (size_t)i * bb;
+        const block_q2_K *x2 = (const block_q2_K *)blk;
+        const block_q3_K *x3 = (const block_q3_K *)blk;
+        const uint8_t *qs = three ? x3->qs : x2->qs;
+        __m128i scales8;
+        __m256i mins16 = _mm256_setzero_si256(), hm = _mm256_setzero_si256();
+        if (three) {
+            scales8 = kq_q3_scales8(x3->scales);
+            hm = _mm256_loadu_si256((const __m256i *)x3->hmask);
+        } else {
+            const __m128i packed = _mm_loadu_si128((const __m128i *)x2->scales);
+            scales8 = _mm_and_si128(packed, m4);
+            mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4));
+        }
+        __m256i sumi[NT_MAX];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i q2 = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
+            for (int k = 0; k < 4; k++) {
+                __m256i q = _mm256_and_si256(_mm256_srli_epi16(q2, 2 * k), m3);
+                if (three)
+                    q = _mm256_or_si256(q, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), one), 2));
+                const __m256i sc = q6_scale_pair(scales8, 8 * h + 2 * k);
+#pragma GCC unroll 4
+                for (int t = 0; t < nt; t++) {
+                    const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+                    const __m256i p = _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)(y->qs + 128 * h + 32 * k)));
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(sc, p));
+                }
+            }
+        }
+        const float xd = simd_fp16_to_f32(three ? x3->d : x2->d);
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+            __m256i s = sumi[t];
+            if (three) { /* the -4 of every quant whose hbit is clear: 4 * sum_j sc_j * bsums_j */
+                s = _mm256_sub_epi32(s, _mm256_slli_epi32(kq_scale_bsums(scales8, y), 2));
+            } else {
+                const __m256i ms = _mm256_madd_epi16(mins16, _mm256_loadu_si256((const __m256i *)y->bsums));
+                acc_m[t] = _mm256_fmadd_ps(_mm256_set1_ps(y->d * simd_fp16_to_f32(x2->dmin)), _mm256_cvtepi32_ps(ms),
+                                           acc_m[t]);
+            }
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y->d * xd), _mm256_cvtepi32_ps(s), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) out[t] = simd_hsum_f32x8(acc[t]) - (three ? 0.0f : simd_hsum_f32x8(acc_m[t]));
+}
+
+float cpu_dot_q2_K_q8_K_avx2(int64_t n, const void *w, const void *a) {
+    float r;
+    low2_dot(false, 1, n, w, a, 0, &r);
+    return r;
+}
+void cpu_dot_q2_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    low2_dot(false, 4, n, w, a, a_stride, out);
+}
+
+float cpu_dot_q3_K_q8_K_avx2(int64_t n, const void *w, const void *a) {
+    float r;
+    low2_dot(true, 1, n, w, a, 0, &r);
+    return r;
+}
+void cpu_dot_q3_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    low2_dot(true, 4, n, w, a, a_stride, out);
 }

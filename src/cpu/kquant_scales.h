@@ -49,10 +49,26 @@ static inline __m128i kq_scales16(const uint32_t sm[4]) {
     return _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sm[1], (int)sm[0]));
 }
 
-/* Q6_K's -32 offset of every quant, summed over a super-block:
- * sum_j sc_j * bsums_j (16 sub-blocks), as 8 int32 partial sums. */
-static inline __m256i kq_q6_offset_sum(const __m128i scales8, const block_q8_K *y) {
+/* sum_j sc_j * bsums_j over a super-block's 16 signed sub-block scales, as 8
+ * int32 partial sums: the offset term of Q6_K (-32 on every quant) and of
+ * Q3_K (-4 where the high bit is clear). */
+static inline __m256i kq_scale_bsums(const __m128i scales8, const block_q8_K *y) {
     return _mm256_madd_epi16(_mm256_cvtepi8_epi16(scales8), _mm256_loadu_si256((const __m256i *)y->bsums));
+}
+
+/* Q3_K's 16 scales, unbiased, as int8: the low 4 bits of scale j are nibble
+ * j/8 of byte j%8, the top 2 bits bits 2(j/4)..2(j/4)+1 of byte 8 + j%4.
+ * So the low bits are bytes 0..7's low nibbles then their high nibbles, and
+ * the top bits of scales 4q..4q+3 are bytes 8..11 shifted right by 2q. */
+static inline __m128i kq_q3_scales8(const uint8_t *s) {
+    uint64_t lo8;
+    uint32_t hi4;
+    memcpy(&lo8, s, 8), memcpy(&hi4, s + 8, 4);
+    const __m128i m4 = _mm_set1_epi8(0x0F), m3 = _mm_set1_epi8(3);
+    const __m128i v = _mm_cvtsi64_si128((long long)lo8);
+    const __m128i lo = _mm_and_si128(_mm_unpacklo_epi64(v, _mm_srli_epi16(v, 4)), m4);
+    const __m128i hi = _mm_and_si128(_mm_set_epi32((int)(hi4 >> 6), (int)(hi4 >> 4), (int)(hi4 >> 2), (int)hi4), m3);
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
 }
 
 static inline float kq_hsum_f32x4(__m128 v) {

@@ -75,6 +75,8 @@ void nib_dequantize_iq1_s(const void *src, float *dst, int64_t n);
 void nib_dequantize_iq1_m(const void *src, float *dst, int64_t n);
 NIB_DECLARE_FORMAT(iq4_nl)
 NIB_DECLARE_FORMAT(iq4_xs)
+/* the 16 levels of a 4-bit IQ4 quant (ggml's kvalues_iq4nl): q stands for d * nib_iq4_levels[q] */
+extern const int8_t nib_iq4_levels[16];
 float nib_vec_dot_iq2_xxs_q8_K(int64_t n, const void *w, const void *a);
 float nib_vec_dot_iq2_xs_q8_K(int64_t n, const void *w, const void *a);
 float nib_vec_dot_iq2_s_q8_K(int64_t n, const void *w, const void *a);

@@ -420,23 +420,22 @@ float nib_vec_dot_iq1_m_q8_K(int64_t n, const void *w, const void *a) {
 
 /* The 16 levels (ggml's kvalues_iq4nl): denser near zero, where most weights
  * are, and skewed (-127 .. 113) so that the scale's sign can choose which end
- * gets the extra reach. A 4-bit quant q stands for d * iq4_levels[q]. */
-static const int8_t iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                      1,    13,   25,  38,  53,  69,  89,  113};
+ * gets the extra reach. A 4-bit quant q stands for d * nib_iq4_levels[q]. */
+const int8_t nib_iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 /* 32 weights stored in 16 bytes: byte j holds weight j in its low nibble and
  * weight j+16 in its high nibble (the layout of both IQ4 formats). */
 static void iq4_put32(float *y, float d, const uint8_t *qs) {
     for (int j = 0; j < 16; j++) {
-        y[j] = d * (float)iq4_levels[qs[j] & 15];
-        y[j + 16] = d * (float)iq4_levels[qs[j] >> 4];
+        y[j] = d * (float)nib_iq4_levels[qs[j] & 15];
+        y[j + 16] = d * (float)nib_iq4_levels[qs[j] >> 4];
     }
 }
 
 static int32_t iq4_dot32(const int8_t *q8, const uint8_t *qs) {
     int32_t sum = 0;
     for (int j = 0; j < 16; j++)
-        sum += q8[j] * iq4_levels[qs[j] & 15] + q8[j + 16] * iq4_levels[qs[j] >> 4];
+        sum += q8[j] * nib_iq4_levels[qs[j] & 15] + q8[j + 16] * nib_iq4_levels[qs[j] >> 4];
     return sum;
 }
 
@@ -513,7 +512,7 @@ float nib_vec_dot_iq4_xs_q8_K(int64_t n, const void *w, const void *a) {
 static int iq4_nearest(float x) {
     const float x2 = x + x;
     int i = 0;
-    for (int k = 1; k < 16; k++) i += x2 >= (float)(iq4_levels[k - 1] + iq4_levels[k]);
+    for (int k = 1; k < 16; k++) i += x2 >= (float)(nib_iq4_levels[k - 1] + nib_iq4_levels[k]);
     return i;
 }
 
@@ -525,7 +524,7 @@ static void iq4_fit(const float *x, const float *w, float id, uint8_t *L,
     for (int j = 0; j < 32; j++) {
         const int l = iq4_nearest(id * x[j]);
         if (L) L[j] = (uint8_t)l;
-        const float q = (float)iq4_levels[l];
+        const float q = (float)nib_iq4_levels[l];
         sqx += w[j] * q * x[j];
         sq2 += w[j] * q * q;
     }
@@ -555,12 +554,12 @@ static float iq4_block_scale(const float *x, int ntry, uint8_t *L) {
         return 0.0f;
     }
     float sumqx, sumq2;
-    float d = (ntry > 0 ? -max : max) / (float)iq4_levels[0];
+    float d = (ntry > 0 ? -max : max) / (float)nib_iq4_levels[0];
     iq4_fit(x, w, 1.0f / d, L, &sumqx, &sumq2);
     d = sumq2 > 0.0f ? sumqx / sumq2 : 0.0f;
     float best = d * sumqx;
     for (int t = -ntry; t <= ntry; t++) {
-        iq4_fit(x, w, (float)(t + iq4_levels[0]) / max, NULL, &sumqx, &sumq2);
+        iq4_fit(x, w, (float)(t + nib_iq4_levels[0]) / max, NULL, &sumqx, &sumq2);
         if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
             d = sumqx / sumq2;
             best = d * sumqx;

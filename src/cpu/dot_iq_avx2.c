@@ -1,0 +1,121 @@
+/* AVX2 dots of the IQ4 formats: IQ4_NL with Q8_0 activations, IQ4_XS with
+ * Q8_K.
+ *
+ * Both store 32 weights in 16 bytes as the legacy Q4 formats do (byte j:
+ * weight j in the low nibble, j + 16 in the high one), but a nibble indexes
+ * the 16 signed levels of nib_iq4_levels (-127..113) instead of standing
+ * for q - 8. One pshufb of the nibbles (simd_legacy_nibbles, element order)
+ * into the levels gives the 32 weights as int8; the product with the int8
+ * activation goes through maddubs by the sign trick (|w| with the
+ * activation carrying w's sign: pairs reach 2 * 127 * 127 < 32768).
+ *
+ *   IQ4_NL  each 32-block has its own fp16 d, as Q4_0: one fp32 multiply-add
+ *           of the block's int32 sum by d_w * d_a per block.
+ *   IQ4_XS  a super-block of 256 has one fp16 d and a signed 6-bit scale per
+ *           32: madd of the int16 pairs with the scale keeps the whole
+ *           super-block in int32 (at most 256 * 127 * 127 * 32 < 2^31), one
+ *           fp32 multiply-add per super-block.
+ * The reference adds its fp32 terms per 32-block, so only the order of the
+ * fp32 adds differs.
+ *
+ * As in dot_kquant_avx2.c each body serves a single-token vec_dot and an x4
+ * version that decodes the weights once for four activation rows, with the
+ * same per-token operations, so results do not depend on the batch. */
+#include <string.h>
+
+#include "cpu/cpu_internal.h"
+#include "cpu/kquant_scales.h"
+#include "cpu/simd_avx2.h"
+#include "quant/blocks.h"
+#include "quant/formats.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#define NT_MAX 4
+
+/* The 32 weights of a 16-byte IQ4 block as int8, in element order. */
+static ALWAYS_INLINE __m256i iq4_weights(__m256i levels, const uint8_t *qs) {
+    return _mm256_shuffle_epi8(levels, simd_legacy_nibbles(qs));
+}
+
+static ALWAYS_INLINE __m256i iq4_levels256(void) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)nib_iq4_levels));
+}
+
+/* IQ4_XS's scale of 32-block ib, unbiased (-32..31): the low 4 bits are
+ * nibble ib % 2 of scales_l[ib / 2], the top 2 bits bits 2ib, 2ib + 1 of
+ * scales_h. */
+static ALWAYS_INLINE int iq4_xs_scale(const block_iq4_xs *x, int ib) {
+    const int lo = (x->scales_l[ib / 2] >> (4 * (ib % 2))) & 15;
+    const int hi = (x->scales_h >> (2 * ib)) & 3;
+    return (lo | (hi << 4)) - 32;
+}
+
+static ALWAYS_INLINE void iq4_nl_dot(int nt, int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    const block_iq4_nl *x = (const block_iq4_nl *)w;
+    const __m256i levels = iq4_levels256();
+    __m256 acc[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK4_NL; i++) {
+        const __m256i q = iq4_weights(levels, x[i].qs);
+        const float xd = simd_fp16_to_f32(x[i].d);
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_0 *y = (const block_q8_0 *)((const uint8_t *)a + (size_t)t * a_stride) + i;
+            const __m256i s = simd_dot_s8_s8(q, _mm256_loadu_si256((const __m256i *)y->qs));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xd * simd_fp16_to_f32(y->d)), _mm256_cvtepi32_ps(s), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) out[t] = simd_hsum_f32x8(acc[t]);
+}
+
+static ALWAYS_INLINE void iq4_xs_dot(int nt, int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    const block_iq4_xs *x = (const block_iq4_xs *)w;
+    const __m256i levels = iq4_levels256();
+    __m256 acc[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, x++) {
+        __m256i sumi[NT_MAX];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
+        for (int ib = 0; ib < QK_K / 32; ib++) {
+            const __m256i q = iq4_weights(levels, x->qs + 16 * ib);
+            const __m256i qa = _mm256_sign_epi8(q, q); /* |w| */
+            const __m256i sc = _mm256_set1_epi16((short)iq4_xs_scale(x, ib));
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) {
+                const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+                const __m256i ay = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(y->qs + 32 * ib)), q);
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(qa, ay), sc));
+            }
+        }
+        const float xd = simd_fp16_to_f32(x->d);
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xd * y->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) out[t] = simd_hsum_f32x8(acc[t]);
+}
+
+float cpu_dot_iq4_nl_q8_0_avx2(int64_t n, const void *w, const void *a) {
+    float r;
+    iq4_nl_dot(1, n, w, a, 0, &r);
+    return r;
+}
+void cpu_dot_iq4_nl_q8_0_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    iq4_nl_dot(4, n, w, a, a_stride, out);
+}
+
+float cpu_dot_iq4_xs_q8_K_avx2(int64_t n, const void *w, const void *a) {
+    float r;
+    iq4_xs_dot(1, n, w, a, 0, &r);
+    return r;
+}
+void cpu_dot_iq4_xs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    iq4_xs_dot(4, n, w, a, a_stride, out);
+}
