@@ -1,5 +1,5 @@
-/* AVX2 dots of the IQ4 formats: IQ4_NL with Q8_0 activations, IQ4_XS with
- * Q8_K.
+/* AVX2 dots of the 16-level table formats: IQ4_NL and MXFP4 with Q8_0
+ * activations, IQ4_XS with Q8_K.
  *
  * Both store 32 weights in 16 bytes as the legacy Q4 formats do (byte j:
  * weight j in the low nibble, j + 16 in the high one), but a nibble indexes
@@ -10,7 +10,9 @@
  * activation carrying w's sign: pairs reach 2 * 127 * 127 < 32768).
  *
  *   IQ4_NL  each 32-block has its own fp16 d, as Q4_0: one fp32 multiply-add
- *           of the block's int32 sum by d_w * d_a per block.
+ *           of the block's int32 sum by d_w * d_a per block. MXFP4 is the
+ *           same with its own table (E2M1 values doubled, |w| <= 12) and the
+ *           block's E8M0 exponent as half its scale.
  *   IQ4_XS  a super-block of 256 has one fp16 d and a signed 6-bit scale per
  *           32: madd of the int16 pairs with the scale keeps the whole
  *           super-block in int32 (at most 256 * 127 * 127 * 32 < 2^31), one
@@ -32,7 +34,7 @@
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #define NT_MAX 4
 
-/* The 32 weights of a 16-byte IQ4 block as int8, in element order. */
+/* The 32 weights of a 16-byte IQ4 (or MXFP4) block as int8, in element order. */
 static ALWAYS_INLINE __m256i iq4_weights(__m256i levels, const uint8_t *qs) {
     return _mm256_shuffle_epi8(levels, simd_legacy_nibbles(qs));
 }
@@ -50,15 +52,23 @@ static ALWAYS_INLINE int iq4_xs_scale(const block_iq4_xs *x, int ib) {
     return (lo | (hi << 4)) - 32;
 }
 
-static ALWAYS_INLINE void iq4_nl_dot(int nt, int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    const block_iq4_nl *x = (const block_iq4_nl *)w;
-    const __m256i levels = iq4_levels256();
+/* The 32-blocks with a table of 16 levels and a scale per block: IQ4_NL
+ * (fp16 d) and MXFP4 (E8M0 exponent, levels doubled, scale halved). */
+typedef enum { NL_IQ4, NL_MXFP4 } nl4_fmt;
+
+static ALWAYS_INLINE void nl4_dot(nl4_fmt f, int nt, int64_t n, const void *w, const void *a, size_t a_stride,
+                                  float *out) {
+    const size_t bb = f == NL_MXFP4 ? sizeof(block_mxfp4) : sizeof(block_iq4_nl);
+    const __m256i levels = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128((const __m128i *)(f == NL_MXFP4 ? nib_mxfp4_levels : nib_iq4_levels)));
     __m256 acc[NT_MAX];
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK4_NL; i++) {
-        const __m256i q = iq4_weights(levels, x[i].qs);
-        const float xd = simd_fp16_to_f32(x[i].d);
+    for (int64_t i = 0; i < n / 32; i++) {
+        const uint8_t *blk = (const uint8_t *)w + (size_t)i * bb;
+        const __m256i q = iq4_weights(levels, f == NL_MXFP4 ? ((const block_mxfp4 *)blk)->qs : ((const block_iq4_nl *)blk)->qs);
+        const float xd = f == NL_MXFP4 ? nib_mxfp4_half_scale(((const block_mxfp4 *)blk)->e)
+                                       : simd_fp16_to_f32(((const block_iq4_nl *)blk)->d);
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
             const block_q8_0 *y = (const block_q8_0 *)((const uint8_t *)a + (size_t)t * a_stride) + i;
@@ -104,11 +114,20 @@ static ALWAYS_INLINE void iq4_xs_dot(int nt, int64_t n, const void *w, const voi
 
 float cpu_dot_iq4_nl_q8_0_avx2(int64_t n, const void *w, const void *a) {
     float r;
-    iq4_nl_dot(1, n, w, a, 0, &r);
+    nl4_dot(NL_IQ4, 1, n, w, a, 0, &r);
     return r;
 }
 void cpu_dot_iq4_nl_q8_0_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    iq4_nl_dot(4, n, w, a, a_stride, out);
+    nl4_dot(NL_IQ4, 4, n, w, a, a_stride, out);
+}
+
+float cpu_dot_mxfp4_q8_0_avx2(int64_t n, const void *w, const void *a) {
+    float r;
+    nl4_dot(NL_MXFP4, 1, n, w, a, 0, &r);
+    return r;
+}
+void cpu_dot_mxfp4_q8_0_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    nl4_dot(NL_MXFP4, 4, n, w, a, a_stride, out);
 }
 
 float cpu_dot_iq4_xs_q8_K_avx2(int64_t n, const void *w, const void *a) {

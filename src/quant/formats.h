@@ -94,6 +94,16 @@ NIB_DECLARE_FORMAT(mxfp4)
 float nib_vec_dot_tq1_0_q8_K(int64_t n, const void *w, const void *a);
 float nib_vec_dot_tq2_0_q8_K(int64_t n, const void *w, const void *a);
 float nib_vec_dot_mxfp4_q8_0(int64_t n, const void *w, const void *a);
+/* MXFP4's E2M1 values doubled, by 4-bit code, and half the E8M0 block scale
+ * 2^(e - 128) that goes with them: a code q stands for
+ * nib_mxfp4_half_scale(e) * nib_mxfp4_levels[q] */
+extern const int8_t nib_mxfp4_levels[16];
+static inline float nib_mxfp4_half_scale(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
 
 /* ggml's nearest_int(): adding 1.5*2^23 makes the fp32 adder round to the
  * nearest integer, ties to even, for |f| < 2^22. The K-quant and IQ quantizers

@@ -39,13 +39,7 @@
 #include "core/fp16.h"
 
 /* E2M1 values doubled, indexed by the 4-bit code. */
-static const int8_t kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-
-/* 2^(e - 128): half the E8M0 scale, to go with the doubled table. */
-static float e8m0_half(uint8_t e) {
-    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-    return nib_bits_f32(bits);
-}
+const int8_t nib_mxfp4_levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 /* The shared exponent for a block whose largest magnitude is amax. ggml
  * converts the float straight to uint8_t; that is undefined for amax below
@@ -62,9 +56,9 @@ static uint8_t choose_e8m0(float amax) {
  * a tie, so 0 is written as code 0, never 8. */
 static uint8_t nearest_code(float x, float half_scale) {
     int best = 0;
-    float best_err = fabsf((float)kvalues_mxfp4[0] * half_scale - x);
+    float best_err = fabsf((float)nib_mxfp4_levels[0] * half_scale - x);
     for (int i = 1; i < 16; i++) {
-        float err = fabsf((float)kvalues_mxfp4[i] * half_scale - x);
+        float err = fabsf((float)nib_mxfp4_levels[i] * half_scale - x);
         if (err < best_err) {
             best = i;
             best_err = err;
@@ -76,8 +70,8 @@ static uint8_t nearest_code(float x, float half_scale) {
 /* Doubled values of one block in element order. */
 static void mxfp4_unpack(const uint8_t qs[16], int8_t v[32]) {
     for (int j = 0; j < 16; j++) {
-        v[j] = kvalues_mxfp4[qs[j] & 0x0F];
-        v[j + 16] = kvalues_mxfp4[qs[j] >> 4];
+        v[j] = nib_mxfp4_levels[qs[j] & 0x0F];
+        v[j + 16] = nib_mxfp4_levels[qs[j] >> 4];
     }
 }
 
@@ -85,7 +79,7 @@ void nib_dequantize_mxfp4(const void *src, float *dst, int64_t n) {
     const block_mxfp4 *b = (const block_mxfp4 *)src;
     int8_t v[32];
     for (int64_t i = 0; i < n / QK_MXFP4; i++, dst += QK_MXFP4) {
-        const float d = e8m0_half(b[i].e);
+        const float d = nib_mxfp4_half_scale(b[i].e);
         mxfp4_unpack(b[i].qs, v);
         for (int j = 0; j < QK_MXFP4; j++) dst[j] = (float)v[j] * d;
     }
@@ -99,7 +93,7 @@ void nib_quantize_mxfp4(const float *src, void *dst, int64_t n) {
             if (amax < fabsf(src[j])) amax = fabsf(src[j]);
         }
         const uint8_t e = choose_e8m0(amax);
-        const float d = e8m0_half(e);
+        const float d = nib_mxfp4_half_scale(e);
         b[i].e = e;
         for (int j = 0; j < QK_MXFP4 / 2; j++) {
             uint8_t lo = nearest_code(src[j], d);
@@ -118,7 +112,7 @@ float nib_vec_dot_mxfp4_q8_0(int64_t n, const void *w, const void *a) {
         mxfp4_unpack(x[i].qs, v);
         int32_t si = 0;
         for (int j = 0; j < QK_MXFP4; j++) si += v[j] * y[i].qs[j];
-        const float d = nib_fp16_to_f32(y[i].d) * e8m0_half(x[i].e);
+        const float d = nib_fp16_to_f32(y[i].d) * nib_mxfp4_half_scale(x[i].e);
         sum += d * (float)si;
     }
     return sum;
