@@ -140,6 +140,7 @@ float cpu_dot_q3_K_q8_K_avx2(int64_t n, const void *w, const void *a);
 float cpu_dot_iq4_nl_q8_0_avx2(int64_t n, const void *w, const void *a);
 float cpu_dot_iq4_xs_q8_K_avx2(int64_t n, const void *w, const void *a);
 float cpu_dot_mxfp4_q8_0_avx2(int64_t n, const void *w, const void *a);
+float cpu_dot_tq2_0_q8_K_avx2(int64_t n, const void *w, const void *a);
 
 void cpu_dot_q4_0_q8_0_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q4_1_q8_1_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
@@ -154,6 +155,7 @@ void cpu_dot_q3_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a
 void cpu_dot_iq4_nl_q8_0_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_iq4_xs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_mxfp4_q8_0_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_tq2_0_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q4_Kx8_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q6_Kx8q_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q5_Kx8q_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
@@ -178,6 +180,7 @@ float cpu_dot_q4_K_q8_K_avx512(int64_t n, const void *w, const void *a);
 float cpu_dot_q6_K_q8_K_avx512(int64_t n, const void *w, const void *a);
 float cpu_dot_q2_K_q8_K_avx512(int64_t n, const void *w, const void *a);
 float cpu_dot_q3_K_q8_K_avx512(int64_t n, const void *w, const void *a);
+float cpu_dot_tq2_0_q8_K_avx512(int64_t n, const void *w, const void *a);
 void cpu_dot_q4_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q4_0_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
                                   float *out);
@@ -190,6 +193,7 @@ void cpu_dot_q4_K_q8_K_2x4_avx512(int64_t n, const void *w, size_t w_stride, con
 void cpu_dot_q6_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q2_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q3_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_tq2_0_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 float cpu_dot_q5_0_q8_0_avx512(int64_t n, const void *w, const void *a);
 void cpu_dot_q5_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q5_0_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,

@@ -1,5 +1,5 @@
 /* AVX-512 VNNI dots: Q4_0, Q5_0, Q8_0 (with Q8_0), Q4_1, Q5_1 (with Q8_1) and
- * Q2_K, Q3_K, Q4_K, Q6_K (with Q8_K). The kernels of the packed layouts (cpu/repack.h)
+ * Q2_K, Q3_K, Q4_K, Q6_K, TQ2_0 (with Q8_K). The kernels of the packed layouts (cpu/repack.h)
  * are in dot_packed_avx512.c.
  *
  * What VNNI changes: vpdpbusd sums four u8 x s8 products into an int32 lane
@@ -510,7 +510,7 @@ void cpu_dot_q6_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t
     q6k_dot(4, n, w, a, a_stride, out);
 }
 
-/* ---- Q2_K and Q3_K with Q8_K ---------------------------------------------------------
+/* ---- Q2_K, Q3_K and TQ2_0 with Q8_K -------------------------------------------------
  * Q6_K's shape (above) on the 2-bit layout of dot_kquant_avx2.c: in half h
  * the 32 bytes of qs[32h..] doubled into a 512-bit register give quarters
  * 0|1 and 2|3 with one variable shift and a mask each (Q3_K adds its high
@@ -520,7 +520,7 @@ void cpu_dot_q6_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t
  * Q6_K, in one vpdpwssd: three multiplies per 128 elements and token. The
  * offsets as in the AVX2 kernel: Q2_K's minimum term apart, Q3_K's
  * 4 * sum_j sc_j * bsums_j off the int32 total. */
-static ALWAYS_INLINE void low2k_dot(bool three, int nt, int64_t n, const void *w, const void *a, size_t a_stride,
+static ALWAYS_INLINE void low2k_dot(low2_fmt f, int nt, int64_t n, const void *w, const void *a, size_t a_stride,
                                     float *out) {
     const __m512i m3 = _mm512_set1_epi8(3), one = _mm512_set1_epi8(1);
     const __m128i m4 = _mm_set1_epi8(0x0F);
@@ -538,12 +538,14 @@ static ALWAYS_INLINE void low2k_dot(bool three, int nt, int64_t n, const void *w
     __m256 acc_m[NT_MAX];
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps(), acc_m[t] = _mm256_setzero_ps();
-    const size_t bb = three ? sizeof(block_q3_K) : sizeof(block_q2_K);
+    const bool three = f == LOW2_Q3_K, ternary = f == LOW2_TQ2_0;
+    const size_t bb = low2_block_bytes(f);
     for (int64_t i = 0; i < n / QK_K; i++) {
         const uint8_t *blk = (const uint8_t *)w + (size_t)i * bb;
         const block_q2_K *x2 = (const block_q2_K *)blk;
         const block_q3_K *x3 = (const block_q3_K *)blk;
-        const uint8_t *qs = three ? x3->qs : x2->qs;
+        const block_tq2_0 *xt = (const block_tq2_0 *)blk;
+        const uint8_t *qs = three ? x3->qs : ternary ? xt->qs : x2->qs;
         __m128i scales8;
         __m256i mins16 = _mm256_setzero_si256();
         __m512i hm2 = _mm512_setzero_si512();
@@ -551,6 +553,8 @@ static ALWAYS_INLINE void low2k_dot(bool three, int nt, int64_t n, const void *w
             scales8 = kq_q3_scales8(x3->scales);
             const __m256i hm = _mm256_loadu_si256((const __m256i *)x3->hmask);
             hm2 = _mm512_inserti64x4(_mm512_castsi256_si512(hm), hm, 1);
+        } else if (ternary) {
+            scales8 = _mm_set1_epi8(1);
         } else {
             const __m128i packed = _mm_loadu_si128((const __m128i *)x2->scales);
             scales8 = _mm_and_si128(packed, m4);
@@ -580,13 +584,15 @@ static ALWAYS_INLINE void low2k_dot(bool three, int nt, int64_t n, const void *w
                 sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_packs_epi32(d01, d23), sch);
             }
         }
-        const float xd = simd_fp16_to_f32(three ? x3->d : x2->d);
+        const float xd = simd_fp16_to_f32(three ? x3->d : ternary ? xt->d : x2->d);
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
             const block_q8_K *y = kq_act_block(a, a_stride, t, i);
             __m512i s = sumi[t];
             if (three) {
                 s = _mm512_sub_epi32(s, _mm512_slli_epi32(_mm512_zextsi256_si512(kq_scale_bsums(scales8, y)), 2));
+            } else if (ternary) {
+                s = _mm512_sub_epi32(s, _mm512_zextsi256_si512(kq_scale_bsums(scales8, y)));
             } else {
                 const __m256i ms = _mm256_madd_epi16(mins16, _mm256_loadu_si256((const __m256i *)y->bsums));
                 acc_m[t] = _mm256_fmadd_ps(_mm256_set1_ps(y->d * simd_fp16_to_f32(x2->dmin)), _mm256_cvtepi32_ps(ms),
@@ -596,23 +602,32 @@ static ALWAYS_INLINE void low2k_dot(bool three, int nt, int64_t n, const void *w
         }
     }
 #pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(acc[t]) - (three ? 0.0f : simd_hsum_f32x8(acc_m[t]));
+    for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(acc[t]) - (f == LOW2_Q2_K ? simd_hsum_f32x8(acc_m[t]) : 0.0f);
 }
 
 float cpu_dot_q2_K_q8_K_avx512(int64_t n, const void *w, const void *a) {
     float r;
-    low2k_dot(false, 1, n, w, a, 0, &r);
+    low2k_dot(LOW2_Q2_K, 1, n, w, a, 0, &r);
     return r;
 }
 void cpu_dot_q2_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    low2k_dot(false, 4, n, w, a, a_stride, out);
+    low2k_dot(LOW2_Q2_K, 4, n, w, a, a_stride, out);
 }
 
 float cpu_dot_q3_K_q8_K_avx512(int64_t n, const void *w, const void *a) {
     float r;
-    low2k_dot(true, 1, n, w, a, 0, &r);
+    low2k_dot(LOW2_Q3_K, 1, n, w, a, 0, &r);
     return r;
 }
 void cpu_dot_q3_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    low2k_dot(true, 4, n, w, a, a_stride, out);
+    low2k_dot(LOW2_Q3_K, 4, n, w, a, a_stride, out);
+}
+
+float cpu_dot_tq2_0_q8_K_avx512(int64_t n, const void *w, const void *a) {
+    float r;
+    low2k_dot(LOW2_TQ2_0, 1, n, w, a, 0, &r);
+    return r;
+}
+void cpu_dot_tq2_0_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    low2k_dot(LOW2_TQ2_0, 4, n, w, a, a_stride, out);
 }

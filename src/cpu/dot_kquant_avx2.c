@@ -1,4 +1,5 @@
-/* AVX2 dots of the K-quants Q2_K, Q3_K, Q4_K, Q5_K and Q6_K with Q8_K activations.
+/* AVX2 dots of the K-quants Q2_K, Q3_K, Q4_K, Q5_K and Q6_K, and of the
+ * ternary TQ2_0 (Q2_K's layout), with Q8_K activations.
  *
  * A super-block is 256 elements, i.e. eight 256-bit registers of int8. Per
  * register: maddubs (u8 weight x s8 activation, pairs summed into int16),
@@ -192,8 +193,8 @@ void cpu_dot_q6_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a
     q6_dot(4, n, w, a, a_stride, out);
 }
 
-/* ---- Q2_K and Q3_K ----------------------------------------------------------------
- * Both keep their 2-bit fields in the layout of quant/q_k.c: in half h of
+/* ---- Q2_K, Q3_K and TQ2_0 -----------------------------------------------------------
+ * All three keep their 2-bit fields in the layout of quant/q_k.c: in half h of
  * 128 elements, element 128h + 32k + l has bits 2k..2k+1 of qs[32h + l], so
  * one 32-byte load serves four steps, each a 16-bit shift by 2k and a mask.
  * A step's 32 elements are sub-blocks 8h + 2k (low 128-bit lane) and
@@ -206,26 +207,32 @@ void cpu_dot_q6_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a
  *         bsums_j comes off the int32 total once, as Q6_K's -32 does.
  *         Element e's hbit is bit e/32 of hmask[e%32]: bit 4h + k of byte l,
  *         taken by the 16-bit shift and byte mask Q5_K uses.
+ *   TQ2_0 x = d*(q - 1), no sub-block scales: a scale of 1 everywhere, and
+ *         sum_j bsums_j comes off the int32 total.
  * maddubs pairs reach 2*3*127 and 2*7*127, far from int16's limit. */
 
-static ALWAYS_INLINE void low2_dot(bool three, int nt, int64_t n, const void *w, const void *a, size_t a_stride,
+static ALWAYS_INLINE void low2_dot(low2_fmt f, int nt, int64_t n, const void *w, const void *a, size_t a_stride,
                                    float *out) {
     const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
     const __m128i m4 = _mm_set1_epi8(0x0F);
     __m256 acc[NT_MAX], acc_m[NT_MAX];
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) acc[t] = acc_m[t] = _mm256_setzero_ps();
-    const size_t bb = three ? sizeof(block_q3_K) : sizeof(block_q2_K);
+    const bool three = f == LOW2_Q3_K, ternary = f == LOW2_TQ2_0;
+    const size_t bb = low2_block_bytes(f);
     for (int64_t i = 0; i < n / QK_K; i++) {
         const uint8_t *blk = (const uint8_t *)w + (size_t)i * bb;
         const block_q2_K *x2 = (const block_q2_K *)blk;
         const block_q3_K *x3 = (const block_q3_K *)blk;
-        const uint8_t *qs = three ? x3->qs : x2->qs;
+        const block_tq2_0 *xt = (const block_tq2_0 *)blk;
+        const uint8_t *qs = three ? x3->qs : ternary ? xt->qs : x2->qs;
         __m128i scales8;
         __m256i mins16 = _mm256_setzero_si256(), hm = _mm256_setzero_si256();
         if (three) {
             scales8 = kq_q3_scales8(x3->scales);
             hm = _mm256_loadu_si256((const __m256i *)x3->hmask);
+        } else if (ternary) {
+            scales8 = _mm_set1_epi8(1);
         } else {
             const __m128i packed = _mm_loadu_si128((const __m128i *)x2->scales);
             scales8 = _mm_and_si128(packed, m4);
@@ -249,13 +256,15 @@ static ALWAYS_INLINE void low2_dot(bool three, int nt, int64_t n, const void *w,
                 }
             }
         }
-        const float xd = simd_fp16_to_f32(three ? x3->d : x2->d);
+        const float xd = simd_fp16_to_f32(three ? x3->d : ternary ? xt->d : x2->d);
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
             const block_q8_K *y = kq_act_block(a, a_stride, t, i);
             __m256i s = sumi[t];
             if (three) { /* the -4 of every quant whose hbit is clear: 4 * sum_j sc_j * bsums_j */
                 s = _mm256_sub_epi32(s, _mm256_slli_epi32(kq_scale_bsums(scales8, y), 2));
+            } else if (ternary) { /* the -1 of every quant */
+                s = _mm256_sub_epi32(s, kq_scale_bsums(scales8, y));
             } else {
                 const __m256i ms = _mm256_madd_epi16(mins16, _mm256_loadu_si256((const __m256i *)y->bsums));
                 acc_m[t] = _mm256_fmadd_ps(_mm256_set1_ps(y->d * simd_fp16_to_f32(x2->dmin)), _mm256_cvtepi32_ps(ms),
@@ -265,23 +274,32 @@ static ALWAYS_INLINE void low2_dot(bool three, int nt, int64_t n, const void *w,
         }
     }
 #pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) out[t] = simd_hsum_f32x8(acc[t]) - (three ? 0.0f : simd_hsum_f32x8(acc_m[t]));
+    for (int t = 0; t < nt; t++) out[t] = simd_hsum_f32x8(acc[t]) - (f == LOW2_Q2_K ? simd_hsum_f32x8(acc_m[t]) : 0.0f);
 }
 
 float cpu_dot_q2_K_q8_K_avx2(int64_t n, const void *w, const void *a) {
     float r;
-    low2_dot(false, 1, n, w, a, 0, &r);
+    low2_dot(LOW2_Q2_K, 1, n, w, a, 0, &r);
     return r;
 }
 void cpu_dot_q2_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    low2_dot(false, 4, n, w, a, a_stride, out);
+    low2_dot(LOW2_Q2_K, 4, n, w, a, a_stride, out);
 }
 
 float cpu_dot_q3_K_q8_K_avx2(int64_t n, const void *w, const void *a) {
     float r;
-    low2_dot(true, 1, n, w, a, 0, &r);
+    low2_dot(LOW2_Q3_K, 1, n, w, a, 0, &r);
     return r;
 }
 void cpu_dot_q3_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
-    low2_dot(true, 4, n, w, a, a_stride, out);
+    low2_dot(LOW2_Q3_K, 4, n, w, a, a_stride, out);
+}
+
+float cpu_dot_tq2_0_q8_K_avx2(int64_t n, const void *w, const void *a) {
+    float r;
+    low2_dot(LOW2_TQ2_0, 1, n, w, a, 0, &r);
+    return r;
+}
+void cpu_dot_tq2_0_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    low2_dot(LOW2_TQ2_0, 4, n, w, a, a_stride, out);
 }

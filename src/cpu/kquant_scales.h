@@ -71,6 +71,12 @@ static inline __m128i kq_q3_scales8(const uint8_t *s) {
     return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
 }
 
+/* The formats of the 2-bit layout (dot_kquant_avx2.c, dot_avx512.c). */
+typedef enum { LOW2_Q2_K, LOW2_Q3_K, LOW2_TQ2_0 } low2_fmt;
+static inline size_t low2_block_bytes(low2_fmt f) {
+    return f == LOW2_Q3_K ? sizeof(block_q3_K) : f == LOW2_TQ2_0 ? sizeof(block_tq2_0) : sizeof(block_q2_K);
+}
+
 static inline float kq_hsum_f32x4(__m128 v) {
     v = _mm_add_ps(v, _mm_movehl_ps(v, v));
     v = _mm_add_ss(v, _mm_movehdup_ps(v));
