@@ -31,6 +31,7 @@
 #include "cpu/cpu.h"
 #include "cpu/cpu_internal.h"
 #include "nib.h"
+#include "quant/iq_lattice.h"
 #include "quant/types.h"
 
 #define ROTATE_BYTES (192u << 20)  /* > any L3 we run on, so every matvec reads DRAM */
@@ -162,7 +163,17 @@ static void kernel_lab(const nib_type *tys, int n_types, nib_simd_level top) {
         if (!nib_row_bytes(t, N, &wrb)) continue;
         for (int r = 0; r < ROWS; r++) {
             for (int i = 0; i < N; i++) src[i] = (float)(uniform() - 0.5);
-            tt->quantize(src, W + (size_t)r * wrb, N);
+            if (tt->quantize) {
+                tt->quantize(src, W + (size_t)r * wrb, N);
+                continue;
+            }
+            /* no reference quantizer (the lattice IQ formats): random bytes, each
+             * block's leading fp16 scale (where the format has one) set to 2^-7 */
+            uint8_t *row = W + (size_t)r * wrb;
+            for (size_t b = 0; b < wrb; b++) row[b] = (uint8_t)(uniform() * 256.0);
+            if (nib_iq_grid_format(t) || t == NIB_TYPE_IQ1_S)
+                for (int64_t blk = 0; blk < N / tt->block_elems; blk++)
+                    row[blk * tt->block_bytes] = 0x00, row[blk * tt->block_bytes + 1] = 0x20;
         }
         for (int l = NIB_SIMD_SCALAR; l <= (int)top; l++) {
             cpu_kernel k;

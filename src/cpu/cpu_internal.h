@@ -141,6 +141,11 @@ float cpu_dot_iq4_nl_q8_0_avx2(int64_t n, const void *w, const void *a);
 float cpu_dot_iq4_xs_q8_K_avx2(int64_t n, const void *w, const void *a);
 float cpu_dot_mxfp4_q8_0_avx2(int64_t n, const void *w, const void *a);
 float cpu_dot_tq2_0_q8_K_avx2(int64_t n, const void *w, const void *a);
+float cpu_dot_iq2_xxs_q8_K_avx2(int64_t n, const void *w, const void *a);
+float cpu_dot_iq2_xs_q8_K_avx2(int64_t n, const void *w, const void *a);
+float cpu_dot_iq2_s_q8_K_avx2(int64_t n, const void *w, const void *a);
+float cpu_dot_iq3_xxs_q8_K_avx2(int64_t n, const void *w, const void *a);
+float cpu_dot_iq3_s_q8_K_avx2(int64_t n, const void *w, const void *a);
 
 void cpu_dot_q4_0_q8_0_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q4_1_q8_1_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
@@ -156,6 +161,11 @@ void cpu_dot_iq4_nl_q8_0_x4_avx2(int64_t n, const void *w, const void *a, size_t
 void cpu_dot_iq4_xs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_mxfp4_q8_0_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_tq2_0_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_iq2_xxs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_iq2_xs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_iq2_s_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_iq3_xxs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_iq3_s_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q4_Kx8_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q6_Kx8q_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q5_Kx8q_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);

@@ -73,6 +73,11 @@ static const cpu_type_row type_rows[NIB_TYPE_COUNT] = {
     [NIB_TYPE_IQ4_NL] = {false, {[L_AVX2] = cpu_dot_iq4_nl_q8_0_avx2}, {[L_AVX2] = cpu_dot_iq4_nl_q8_0_x4_avx2}},
     [NIB_TYPE_IQ4_XS] = {false, {[L_AVX2] = cpu_dot_iq4_xs_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq4_xs_q8_K_x4_avx2}},
     [NIB_TYPE_MXFP4] = {false, {[L_AVX2] = cpu_dot_mxfp4_q8_0_avx2}, {[L_AVX2] = cpu_dot_mxfp4_q8_0_x4_avx2}},
+    [NIB_TYPE_IQ2_XXS] = {false, {[L_AVX2] = cpu_dot_iq2_xxs_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq2_xxs_q8_K_x4_avx2}},
+    [NIB_TYPE_IQ2_XS] = {false, {[L_AVX2] = cpu_dot_iq2_xs_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq2_xs_q8_K_x4_avx2}},
+    [NIB_TYPE_IQ2_S] = {false, {[L_AVX2] = cpu_dot_iq2_s_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq2_s_q8_K_x4_avx2}},
+    [NIB_TYPE_IQ3_XXS] = {false, {[L_AVX2] = cpu_dot_iq3_xxs_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq3_xxs_q8_K_x4_avx2}},
+    [NIB_TYPE_IQ3_S] = {false, {[L_AVX2] = cpu_dot_iq3_s_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq3_s_q8_K_x4_avx2}},
     [NIB_TYPE_TQ2_0] = {false, {[L_AVX2] = cpu_dot_tq2_0_q8_K_avx2, [L_512] = cpu_dot_tq2_0_q8_K_avx512},
                         {[L_AVX2] = cpu_dot_tq2_0_q8_K_x4_avx2, [L_512] = cpu_dot_tq2_0_q8_K_x4_avx512}},
 };

@@ -1,5 +1,6 @@
 /* AVX2 dots of the 16-level table formats: IQ4_NL and MXFP4 with Q8_0
- * activations, IQ4_XS with Q8_K.
+ * activations, IQ4_XS with Q8_K; and of the lattice formats IQ2_XXS, IQ2_XS,
+ * IQ2_S, IQ3_XXS and IQ3_S with Q8_K (at the end of the file).
  *
  * Both store 32 weights in 16 bytes as the legacy Q4 formats do (byte j:
  * weight j in the low nibble, j + 16 in the high one), but a nibble indexes
@@ -30,6 +31,7 @@
 #include "cpu/simd_avx2.h"
 #include "quant/blocks.h"
 #include "quant/formats.h"
+#include "quant/iq_lattice.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #define NT_MAX 4
@@ -138,3 +140,69 @@ float cpu_dot_iq4_xs_q8_K_avx2(int64_t n, const void *w, const void *a) {
 void cpu_dot_iq4_xs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
     iq4_xs_dot(4, n, w, a, a_stride, out);
 }
+
+/* ---- the lattice formats (quant/iq_lattice.h) --------------------------------------
+ * A sub-block goes through its format's unpacker (the reference's own: grid
+ * rows, sign bits, scale multipliers), then: the 8 four-byte magnitude runs
+ * as one register of 32 unsigned bytes (at most 62), the 32 sign bits as
+ * byte masks that negate the activation (never -128, so exact), maddubs
+ * (pairs at most 2 * 62 * 127) and one madd with each group's multiplier
+ * over its 4 pairs, all in int32 across the super-block as in the reference;
+ * d * d_a per super-block and the format's step at the end. The unpacking is
+ * scalar and done once for the tokens of a call. */
+static ALWAYS_INLINE void lattice_dot(const iq_grid_format *f, int nt, int64_t n, const void *w, const void *a,
+                                      size_t a_stride, float *out) {
+    __m256 acc[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const uint8_t *blk = (const uint8_t *)w + (size_t)i * f->block_bytes;
+        __m256i sumi[NT_MAX];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
+        for (int ib = 0; ib < QK_K / 32; ib++) {
+            iq_sub s;
+            f->unpack(blk, ib, &s);
+            int32_t m[8];
+            for (int k = 0; k < 8; k++) memcpy(&m[k], s.mag[k], 4);
+            const __m256i mag = _mm256_setr_epi32(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
+            const __m256i neg = simd_bits_to_bytes(s.neg);
+            const __m256i ls = _mm256_set_epi64x((int64_t)(0x0001000100010001ULL * s.ls[3]),
+                                                 (int64_t)(0x0001000100010001ULL * s.ls[2]),
+                                                 (int64_t)(0x0001000100010001ULL * s.ls[1]),
+                                                 (int64_t)(0x0001000100010001ULL * s.ls[0]));
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) {
+                const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+                const __m256i q8 = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * ib));
+                const __m256i sq = _mm256_sub_epi8(_mm256_xor_si256(q8, neg), neg); /* -q8 where the weight is negative */
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, sq), ls));
+            }
+        }
+        uint16_t dh;
+        memcpy(&dh, blk, 2);
+        const float xd = simd_fp16_to_f32(dh);
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xd * y->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) out[t] = f->step * simd_hsum_f32x8(acc[t]);
+}
+
+#define LATTICE_ENTRIES(name, TYPE)                                                                           \
+    float cpu_dot_##name##_q8_K_avx2(int64_t n, const void *w, const void *a) {                             \
+        float r;                                                                                              \
+        lattice_dot(nib_iq_grid_format(TYPE), 1, n, w, a, 0, &r);                                             \
+        return r;                                                                                             \
+    }                                                                                                         \
+    void cpu_dot_##name##_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) { \
+        lattice_dot(nib_iq_grid_format(TYPE), 4, n, w, a, a_stride, out);                                     \
+    }
+LATTICE_ENTRIES(iq2_xxs, NIB_TYPE_IQ2_XXS)
+LATTICE_ENTRIES(iq2_xs, NIB_TYPE_IQ2_XS)
+LATTICE_ENTRIES(iq2_s, NIB_TYPE_IQ2_S)
+LATTICE_ENTRIES(iq3_xxs, NIB_TYPE_IQ3_XXS)
+LATTICE_ENTRIES(iq3_s, NIB_TYPE_IQ3_S)

@@ -46,6 +46,7 @@
 #include "core/fp16.h"
 #include "quant/formats.h"
 #include "quant/iq_grids.h"
+#include "quant/iq_lattice.h"
 
 /* ======================================================================== */
 /* Shared pieces                                                            */
@@ -89,22 +90,9 @@ static inline unsigned even_signs(uint32_t bits7) {
     return s | ((parity & 1u) << 7);
 }
 
-/* ---- IQ2 / IQ3: unsigned codebooks with separate signs ------------------ */
-
-/* One 32-weight sub-block in common form. Group g is weights 8g..8g+7; its
- * magnitudes are mag[2g][0..3] then mag[2g+1][0..3] (two halves of one 8-wide
- * IQ2 point, or two 4-wide IQ3 points). */
-typedef struct {
-    const uint8_t *mag[8];
-    uint8_t neg[4];  /* bit j set: weight 8g+j is negative */
-    uint8_t ls[4];   /* odd scale multiplier 2s+1 of group g */
-} iq_sub;
-
-typedef struct {
-    size_t block_bytes;
-    void (*unpack)(const void *blk, int ib, iq_sub *s);  /* sub-block ib = 0..7 */
-    float step;  /* weight = d * ls * step * magnitude */
-} iq_grid_format;
+/* ---- IQ2 / IQ3: unsigned codebooks with separate signs ------------------
+ * The common form of a sub-block (iq_sub) and a format's unpacker are in
+ * quant/iq_lattice.h, which the SIMD dots use too. */
 
 static inline void set_point8(iq_sub *s, int g, const uint8_t *point) {
     s->mag[2 * g] = point;
@@ -257,6 +245,14 @@ static const iq_grid_format fmt_iq2_xs = {sizeof(block_iq2_xs), unpack_iq2_xs, 0
 static const iq_grid_format fmt_iq2_s = {sizeof(block_iq2_s), unpack_iq2_s, 0.125f};
 static const iq_grid_format fmt_iq3_xxs = {sizeof(block_iq3_xxs), unpack_iq3_xxs, 0.25f};
 static const iq_grid_format fmt_iq3_s = {sizeof(block_iq3_s), unpack_iq3_s, 1.0f};
+
+const iq_grid_format *nib_iq_grid_format(nib_type t) {
+    static const iq_grid_format *const by_type[NIB_TYPE_COUNT] = {
+        [NIB_TYPE_IQ2_XXS] = &fmt_iq2_xxs, [NIB_TYPE_IQ2_XS] = &fmt_iq2_xs, [NIB_TYPE_IQ2_S] = &fmt_iq2_s,
+        [NIB_TYPE_IQ3_XXS] = &fmt_iq3_xxs, [NIB_TYPE_IQ3_S] = &fmt_iq3_s,
+    };
+    return (int)t >= 0 && t < NIB_TYPE_COUNT ? by_type[t] : NULL;
+}
 
 /* ---- IQ1: signed ternary codebook plus a +-1/8 shift -------------------- */
 
