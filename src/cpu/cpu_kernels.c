@@ -41,9 +41,9 @@ static const cpu_type_row type_rows[NIB_TYPE_COUNT] = {
     /* Float weights dot with the float activations directly. The scalar F32
      * reference already takes floats; F16/BF16 get scalar twins here because
      * the format table pairs them with F16/BF16 activations. */
-    [NIB_TYPE_F32] = {true, {[L_SCALAR] = nib_vec_dot_f32_f32, [L_AVX2] = cpu_dot_f32_f32_avx2}, {0}},
-    [NIB_TYPE_F16] = {true, {[L_SCALAR] = cpu_dot_f16_f32, [L_AVX2] = cpu_dot_f16_f32_avx2}, {0}},
-    [NIB_TYPE_BF16] = {true, {[L_SCALAR] = cpu_dot_bf16_f32, [L_AVX2] = cpu_dot_bf16_f32_avx2}, {0}},
+    [NIB_TYPE_F32] = {true, {[L_SCALAR] = nib_vec_dot_f32_f32, [L_AVX2] = cpu_dot_f32_f32_avx2}, {0}, {0}},
+    [NIB_TYPE_F16] = {true, {[L_SCALAR] = cpu_dot_f16_f32, [L_AVX2] = cpu_dot_f16_f32_avx2}, {0}, {0}},
+    [NIB_TYPE_BF16] = {true, {[L_SCALAR] = cpu_dot_bf16_f32, [L_AVX2] = cpu_dot_bf16_f32_avx2}, {0}, {0}},
 
     [NIB_TYPE_Q4_0] = {false, {[L_AVX2] = cpu_dot_q4_0_q8_0_avx2, [L_512] = cpu_dot_q4_0_q8_0_avx512},
                        {[L_AVX2] = cpu_dot_q4_0_q8_0_x4_avx2, [L_512] = cpu_dot_q4_0_q8_0_x4_avx512},
@@ -64,22 +64,22 @@ static const cpu_type_row type_rows[NIB_TYPE_COUNT] = {
                        {[L_AVX2] = cpu_dot_q4_K_q8_K_x4_avx2, [L_512] = cpu_dot_q4_K_q8_K_x4_avx512},
                        {[L_512] = cpu_dot_q4_K_q8_K_2x4_avx512}},
     [NIB_TYPE_Q2_K] = {false, {[L_AVX2] = cpu_dot_q2_K_q8_K_avx2, [L_512] = cpu_dot_q2_K_q8_K_avx512},
-                       {[L_AVX2] = cpu_dot_q2_K_q8_K_x4_avx2, [L_512] = cpu_dot_q2_K_q8_K_x4_avx512}},
+                       {[L_AVX2] = cpu_dot_q2_K_q8_K_x4_avx2, [L_512] = cpu_dot_q2_K_q8_K_x4_avx512}, {0}},
     [NIB_TYPE_Q3_K] = {false, {[L_AVX2] = cpu_dot_q3_K_q8_K_avx2, [L_512] = cpu_dot_q3_K_q8_K_avx512},
-                       {[L_AVX2] = cpu_dot_q3_K_q8_K_x4_avx2, [L_512] = cpu_dot_q3_K_q8_K_x4_avx512}},
-    [NIB_TYPE_Q5_K] = {false, {[L_AVX2] = cpu_dot_q5_K_q8_K_avx2}, {[L_AVX2] = cpu_dot_q5_K_q8_K_x4_avx2}},
+                       {[L_AVX2] = cpu_dot_q3_K_q8_K_x4_avx2, [L_512] = cpu_dot_q3_K_q8_K_x4_avx512}, {0}},
+    [NIB_TYPE_Q5_K] = {false, {[L_AVX2] = cpu_dot_q5_K_q8_K_avx2}, {[L_AVX2] = cpu_dot_q5_K_q8_K_x4_avx2}, {0}},
     [NIB_TYPE_Q6_K] = {false, {[L_AVX2] = cpu_dot_q6_K_q8_K_avx2, [L_512] = cpu_dot_q6_K_q8_K_avx512},
-                       {[L_AVX2] = cpu_dot_q6_K_q8_K_x4_avx2, [L_512] = cpu_dot_q6_K_q8_K_x4_avx512}},
-    [NIB_TYPE_IQ4_NL] = {false, {[L_AVX2] = cpu_dot_iq4_nl_q8_0_avx2}, {[L_AVX2] = cpu_dot_iq4_nl_q8_0_x4_avx2}},
-    [NIB_TYPE_IQ4_XS] = {false, {[L_AVX2] = cpu_dot_iq4_xs_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq4_xs_q8_K_x4_avx2}},
-    [NIB_TYPE_MXFP4] = {false, {[L_AVX2] = cpu_dot_mxfp4_q8_0_avx2}, {[L_AVX2] = cpu_dot_mxfp4_q8_0_x4_avx2}},
-    [NIB_TYPE_IQ2_XXS] = {false, {[L_AVX2] = cpu_dot_iq2_xxs_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq2_xxs_q8_K_x4_avx2}},
-    [NIB_TYPE_IQ2_XS] = {false, {[L_AVX2] = cpu_dot_iq2_xs_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq2_xs_q8_K_x4_avx2}},
-    [NIB_TYPE_IQ2_S] = {false, {[L_AVX2] = cpu_dot_iq2_s_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq2_s_q8_K_x4_avx2}},
-    [NIB_TYPE_IQ3_XXS] = {false, {[L_AVX2] = cpu_dot_iq3_xxs_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq3_xxs_q8_K_x4_avx2}},
-    [NIB_TYPE_IQ3_S] = {false, {[L_AVX2] = cpu_dot_iq3_s_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq3_s_q8_K_x4_avx2}},
+                       {[L_AVX2] = cpu_dot_q6_K_q8_K_x4_avx2, [L_512] = cpu_dot_q6_K_q8_K_x4_avx512}, {0}},
+    [NIB_TYPE_IQ4_NL] = {false, {[L_AVX2] = cpu_dot_iq4_nl_q8_0_avx2}, {[L_AVX2] = cpu_dot_iq4_nl_q8_0_x4_avx2}, {0}},
+    [NIB_TYPE_IQ4_XS] = {false, {[L_AVX2] = cpu_dot_iq4_xs_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq4_xs_q8_K_x4_avx2}, {0}},
+    [NIB_TYPE_MXFP4] = {false, {[L_AVX2] = cpu_dot_mxfp4_q8_0_avx2}, {[L_AVX2] = cpu_dot_mxfp4_q8_0_x4_avx2}, {0}},
+    [NIB_TYPE_IQ2_XXS] = {false, {[L_AVX2] = cpu_dot_iq2_xxs_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq2_xxs_q8_K_x4_avx2}, {0}},
+    [NIB_TYPE_IQ2_XS] = {false, {[L_AVX2] = cpu_dot_iq2_xs_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq2_xs_q8_K_x4_avx2}, {0}},
+    [NIB_TYPE_IQ2_S] = {false, {[L_AVX2] = cpu_dot_iq2_s_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq2_s_q8_K_x4_avx2}, {0}},
+    [NIB_TYPE_IQ3_XXS] = {false, {[L_AVX2] = cpu_dot_iq3_xxs_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq3_xxs_q8_K_x4_avx2}, {0}},
+    [NIB_TYPE_IQ3_S] = {false, {[L_AVX2] = cpu_dot_iq3_s_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq3_s_q8_K_x4_avx2}, {0}},
     [NIB_TYPE_TQ2_0] = {false, {[L_AVX2] = cpu_dot_tq2_0_q8_K_avx2, [L_512] = cpu_dot_tq2_0_q8_K_avx512},
-                        {[L_AVX2] = cpu_dot_tq2_0_q8_K_x4_avx2, [L_512] = cpu_dot_tq2_0_q8_K_x4_avx512}},
+                        {[L_AVX2] = cpu_dot_tq2_0_q8_K_x4_avx2, [L_512] = cpu_dot_tq2_0_q8_K_x4_avx512}, {0}},
 };
 
 /* Activation quantizers by activation type and level; NULL falls back the

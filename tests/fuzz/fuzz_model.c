@@ -86,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (n_ids == 0) ids[n_ids++] = 0, ids[n_ids++] = hp->n_vocab - 1;
 
     nib_cpu_set_simd_level(size & 1 ? NIB_SIMD_SCALAR : best_level);
-    nib_ctx_params cp = {8, 4, 1, size & 2};
+    nib_ctx_params cp = {8, 4, 1, size & 2, NIB_DEVICE_CPU};
     nib_ctx *c = nib_ctx_new(m, &cp, &err);
     if (!c) {
         fuzz_check_error(&err, "nib_ctx_new");
