@@ -1,5 +1,5 @@
 /* AVX-512 VNNI dots: Q4_0, Q5_0, Q8_0 (with Q8_0), Q4_1, Q5_1 (with Q8_1) and
- * Q2_K, Q3_K, Q4_K, Q6_K, TQ2_0 (with Q8_K). The kernels of the packed layouts (cpu/repack.h)
+ * Q2_K, Q3_K, Q4_K, Q6_K, TQ2_0, IQ4_XS (with Q8_K). The kernels of the packed layouts (cpu/repack.h)
  * are in dot_packed_avx512.c.
  *
  * What VNNI changes: vpdpbusd sums four u8 x s8 products into an int32 lane
@@ -37,6 +37,7 @@
 #include "cpu/kquant_scales.h"
 #include "cpu/simd_avx2.h"
 #include "quant/blocks.h"
+#include "quant/formats.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #define NT_MAX 4
@@ -630,4 +631,63 @@ float cpu_dot_tq2_0_q8_K_avx512(int64_t n, const void *w, const void *a) {
 }
 void cpu_dot_tq2_0_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
     low2k_dot(LOW2_TQ2_0, 4, n, w, a, a_stride, out);
+}
+
+/* ---- IQ4_XS with Q8_K ---------------------------------------------------------------
+ * Two 32-blocks a 512-bit register: the 32 qs bytes of blocks ib, ib + 1
+ * become 128-bit lanes [lo nibbles of ib, hi of ib, lo of ib + 1, hi of
+ * ib + 1], element order, and one vpshufb into the 16 levels (the table in
+ * every lane) gives the 64 weights as int8. Signed x signed as the AVX2
+ * kernel: |w| against the activation negated where w < 0 (a masked
+ * subtract; it is never -128), maddubs pairs (at most 2 * 127 * 127), then
+ * madd with the blocks' scales (lanes 0-1 block ib, 2-3 ib + 1): the super-
+ * block stays in int32, one fp32 multiply-add per super-block. */
+static ALWAYS_INLINE void iq4xs_dot(int nt, int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    const block_iq4_xs *x = (const block_iq4_xs *)w;
+    const __m512i levels = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)nib_iq4_levels));
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, x++) {
+        __m512i sumi[NT_MAX];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) sumi[t] = _mm512_setzero_si512();
+        for (int ib = 0; ib < QK_K / 32; ib += 2) {
+            const __m256i b = _mm256_loadu_si256((const __m256i *)(x->qs + 16 * ib)); /* [q(ib), q(ib+1)] */
+            const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(b), _mm256_srli_epi16(b, 4), 1);
+            /* lanes [q(ib), q(ib+1), q(ib)>>4, q(ib+1)>>4] -> [q(ib), q(ib)>>4, q(ib+1), q(ib+1)>>4] */
+            const __m512i codes = _mm512_and_si512(_mm512_shuffle_i64x2(both, both, _MM_SHUFFLE(3, 1, 2, 0)), m4);
+            const __m512i q = _mm512_shuffle_epi8(levels, codes);
+            const __m512i qa = _mm512_abs_epi8(q);
+            const __mmask64 neg = _mm512_movepi8_mask(q);
+            const int s0 = ((x->scales_l[ib / 2] & 15) | (((x->scales_h >> (2 * ib)) & 3) << 4)) - 32;
+            const int s1 = ((x->scales_l[ib / 2] >> 4) | (((x->scales_h >> (2 * ib + 2)) & 3) << 4)) - 32;
+            const __m512i sc = _mm512_inserti64x4(_mm512_set1_epi16((short)s0), _mm256_set1_epi16((short)s1), 1);
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) {
+                const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+                const __m512i av = _mm512_loadu_si512((const void *)(y->qs + 32 * ib));
+                const __m512i as = _mm512_mask_sub_epi8(av, neg, _mm512_setzero_si512(), av);
+                sumi[t] = _mm512_add_epi32(sumi[t], _mm512_madd_epi16(_mm512_maddubs_epi16(qa, as), sc));
+            }
+        }
+        const float xd = simd_fp16_to_f32(x->d);
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(xd * y->d), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(acc[t]);
+}
+
+float cpu_dot_iq4_xs_q8_K_avx512(int64_t n, const void *w, const void *a) {
+    float r;
+    iq4xs_dot(1, n, w, a, 0, &r);
+    return r;
+}
+void cpu_dot_iq4_xs_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    iq4xs_dot(4, n, w, a, a_stride, out);
 }
