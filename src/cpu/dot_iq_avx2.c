@@ -142,16 +142,112 @@ void cpu_dot_iq4_xs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t
 }
 
 /* ---- the lattice formats (quant/iq_lattice.h) --------------------------------------
- * A sub-block goes through its format's unpacker (the reference's own: grid
- * rows, sign bits, scale multipliers), then: the 8 four-byte magnitude runs
- * as one register of 32 unsigned bytes (at most 62), the 32 sign bits as
- * byte masks that negate the activation (never -128, so exact), maddubs
- * (pairs at most 2 * 62 * 127) and one madd with each group's multiplier
- * over its 4 pairs, all in int32 across the super-block as in the reference;
- * d * d_a per super-block and the format's step at the end. The unpacking is
- * scalar and done once for the tokens of a call. */
-static ALWAYS_INLINE void lattice_dot(const iq_grid_format *f, int nt, int64_t n, const void *w, const void *a,
-                                      size_t a_stride, float *out) {
+ * A sub-block of 32 weights becomes three registers: its 32 magnitudes as
+ * unsigned bytes (codebook rows fetched by index: four 8-byte rows for IQ2,
+ * eight 4-byte rows for IQ3; at most 62), its 32 sign bits as byte masks that
+ * negate the activation (never -128, so exact), and each group's odd scale
+ * multiplier 2s+1 over its 4 int16 pairs. Then per token maddubs (pairs at
+ * most 2 * 62 * 127) and madd, all in int32 across the super-block as in the
+ * reference; d * d_a per super-block and the format's step at the end. The
+ * decoding below restates each format's bit layout (documented at its
+ * unpacker in quant/q_iq.c) and is done once for the tokens of a call. */
+typedef struct {
+    __m256i mag, neg, ls;
+} lat_sub;
+
+/* The sign bytes of four groups from their 7 stored bits each, given as the
+ * four bytes of b (bit 7 clear): bit 7 of each becomes what makes its count
+ * of set bits even (the XXS and XS formats). The folds run on the whole
+ * word: bits that a shift moves into the byte below land in its bits 1-7,
+ * and only bit 0 of each byte, its parity, is kept. */
+static ALWAYS_INLINE uint32_t lat_even_signs4(uint32_t b) {
+    uint32_t p = b ^ (b >> 4);
+    p ^= p >> 2;
+    p ^= p >> 1;
+    return b | ((p & 0x01010101u) << 7);
+}
+
+static ALWAYS_INLINE uint64_t lat_row8(const uint8_t *grid, unsigned i) {
+    uint64_t v;
+    memcpy(&v, grid + 8 * (size_t)i, 8);
+    return v;
+}
+static ALWAYS_INLINE int32_t lat_row4(const uint8_t *grid, unsigned i) {
+    int32_t v;
+    memcpy(&v, grid + 4 * (size_t)i, 4);
+    return v;
+}
+
+/* Group multipliers: one per sub-block (a), or one per half (lo for groups 0-1, hi for 2-3). */
+static ALWAYS_INLINE __m256i lat_ls(unsigned lo, unsigned hi) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)lo)), _mm_set1_epi16((short)hi), 1);
+}
+
+static ALWAYS_INLINE __m256i lat_signs(uint32_t word) {
+    uint8_t b[4];
+    memcpy(b, &word, 4);
+    return simd_bits_to_bytes(b);
+}
+
+static ALWAYS_INLINE void lat_decode(nib_type t, const uint8_t *grid, const uint8_t *blk, int ib, lat_sub *o) {
+    if (t == NIB_TYPE_IQ2_XXS || t == NIB_TYPE_IQ3_XXS) {
+        /* indices (4 bytes for IQ2, 8 for IQ3), then one word: 4 x 7 sign bits, scale code in bits 28..31 */
+        const uint8_t *idx, *auxp;
+        if (t == NIB_TYPE_IQ2_XXS) {
+            idx = (const uint8_t *)((const block_iq2_xxs *)blk)->qs + 8 * ib;
+            auxp = idx + 4;
+        } else {
+            const uint8_t *qs = ((const block_iq3_xxs *)blk)->qs;
+            idx = qs + 8 * ib;
+            auxp = qs + QK_K / 4 + 4 * ib;
+        }
+        uint32_t aux;
+        memcpy(&aux, auxp, 4);
+        if (t == NIB_TYPE_IQ2_XXS)
+            o->mag = _mm256_set_epi64x((int64_t)lat_row8(grid, idx[3]), (int64_t)lat_row8(grid, idx[2]),
+                                       (int64_t)lat_row8(grid, idx[1]), (int64_t)lat_row8(grid, idx[0]));
+        else
+            o->mag = _mm256_setr_epi32(lat_row4(grid, idx[0]), lat_row4(grid, idx[1]), lat_row4(grid, idx[2]),
+                                       lat_row4(grid, idx[3]), lat_row4(grid, idx[4]), lat_row4(grid, idx[5]),
+                                       lat_row4(grid, idx[6]), lat_row4(grid, idx[7]));
+        o->neg = lat_signs(lat_even_signs4((aux & 0x7fu) | ((aux << 1) & 0x7f00u) | ((aux << 2) & 0x7f0000u) |
+                                           ((aux << 3) & 0x7f000000u)));
+        o->ls = _mm256_set1_epi16((short)(2 * (aux >> 28) + 1));
+    } else if (t == NIB_TYPE_IQ2_XS) {
+        /* a 16-bit word a group: 9 index bits, 7 sign bits; a scale nibble per two groups */
+        const block_iq2_xs *b = (const block_iq2_xs *)blk;
+        const uint16_t *q = b->qs + 4 * ib;
+        o->mag = _mm256_set_epi64x((int64_t)lat_row8(grid, q[3] & 511u), (int64_t)lat_row8(grid, q[2] & 511u),
+                                   (int64_t)lat_row8(grid, q[1] & 511u), (int64_t)lat_row8(grid, q[0] & 511u));
+        o->neg = lat_signs(lat_even_signs4((uint32_t)q[0] >> 9 | ((uint32_t)q[1] >> 9) << 8 |
+                                           ((uint32_t)q[2] >> 9) << 16 | ((uint32_t)q[3] >> 9) << 24));
+        o->ls = lat_ls(2u * (b->scales[ib] & 15u) + 1u, 2u * (b->scales[ib] >> 4) + 1u);
+    } else if (t == NIB_TYPE_IQ2_S) {
+        /* low index bytes, their top 2 bits in qh[ib], explicit sign bytes, scales as IQ2_XS */
+        const block_iq2_s *b = (const block_iq2_s *)blk;
+        const uint8_t *idx = b->qs + 4 * ib;
+        const unsigned qh = b->qh[ib];
+        o->mag = _mm256_set_epi64x((int64_t)lat_row8(grid, idx[3] | ((qh >> 6) & 3u) << 8),
+                                   (int64_t)lat_row8(grid, idx[2] | ((qh >> 4) & 3u) << 8),
+                                   (int64_t)lat_row8(grid, idx[1] | ((qh >> 2) & 3u) << 8),
+                                   (int64_t)lat_row8(grid, idx[0] | (qh & 3u) << 8));
+        o->neg = simd_bits_to_bytes(b->qs + QK_K / 8 + 4 * ib);
+        o->ls = lat_ls(2u * (b->scales[ib] & 15u) + 1u, 2u * (b->scales[ib] >> 4) + 1u);
+    } else { /* IQ3_S: 9-bit indices (8 low bytes, the 9th bits in qh[ib]), explicit signs, a scale nibble per sub-block */
+        const block_iq3_s *b = (const block_iq3_s *)blk;
+        const uint8_t *idx = b->qs + 8 * ib;
+        const unsigned qh = b->qh[ib];
+        int32_t m[8];
+        for (int k = 0; k < 8; k++) m[k] = lat_row4(grid, idx[k] | ((qh >> k) & 1u) << 8);
+        o->mag = _mm256_setr_epi32(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
+        o->neg = simd_bits_to_bytes(b->signs + 4 * ib);
+        o->ls = _mm256_set1_epi16((short)(2 * ((b->scales[ib / 2] >> (4 * (ib % 2))) & 15) + 1));
+    }
+}
+
+static ALWAYS_INLINE void lattice_dot(nib_type type, int nt, int64_t n, const void *w, const void *a, size_t a_stride,
+                                      float *out) {
+    const iq_grid_format *f = nib_iq_grid_format(type);
     __m256 acc[NT_MAX];
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
@@ -161,22 +257,14 @@ static ALWAYS_INLINE void lattice_dot(const iq_grid_format *f, int nt, int64_t n
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_K / 32; ib++) {
-            iq_sub s;
-            f->unpack(blk, ib, &s);
-            int32_t m[8];
-            for (int k = 0; k < 8; k++) memcpy(&m[k], s.mag[k], 4);
-            const __m256i mag = _mm256_setr_epi32(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
-            const __m256i neg = simd_bits_to_bytes(s.neg);
-            const __m256i ls = _mm256_set_epi64x((int64_t)(0x0001000100010001ULL * s.ls[3]),
-                                                 (int64_t)(0x0001000100010001ULL * s.ls[2]),
-                                                 (int64_t)(0x0001000100010001ULL * s.ls[1]),
-                                                 (int64_t)(0x0001000100010001ULL * s.ls[0]));
+            lat_sub s;
+            lat_decode(type, f->grid, blk, ib, &s);
 #pragma GCC unroll 4
             for (int t = 0; t < nt; t++) {
                 const block_q8_K *y = kq_act_block(a, a_stride, t, i);
                 const __m256i q8 = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * ib));
-                const __m256i sq = _mm256_sub_epi8(_mm256_xor_si256(q8, neg), neg); /* -q8 where the weight is negative */
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, sq), ls));
+                const __m256i sq = _mm256_sub_epi8(_mm256_xor_si256(q8, s.neg), s.neg); /* -q8 where the weight is negative */
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(s.mag, sq), s.ls));
             }
         }
         uint16_t dh;
@@ -195,11 +283,11 @@ static ALWAYS_INLINE void lattice_dot(const iq_grid_format *f, int nt, int64_t n
 #define LATTICE_ENTRIES(name, TYPE)                                                                           \
     float cpu_dot_##name##_q8_K_avx2(int64_t n, const void *w, const void *a) {                             \
         float r;                                                                                              \
-        lattice_dot(nib_iq_grid_format(TYPE), 1, n, w, a, 0, &r);                                             \
+        lattice_dot(TYPE, 1, n, w, a, 0, &r);                                                                 \
         return r;                                                                                             \
     }                                                                                                         \
     void cpu_dot_##name##_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) { \
-        lattice_dot(nib_iq_grid_format(TYPE), 4, n, w, a, a_stride, out);                                     \
+        lattice_dot(TYPE, 4, n, w, a, a_stride, out);                                                         \
     }
 LATTICE_ENTRIES(iq2_xxs, NIB_TYPE_IQ2_XXS)
 LATTICE_ENTRIES(iq2_xs, NIB_TYPE_IQ2_XS)

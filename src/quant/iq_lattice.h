@@ -1,7 +1,8 @@
 /* The lattice IQ formats with unsigned codebooks (IQ2_XXS, IQ2_XS, IQ2_S,
- * IQ3_XXS, IQ3_S) in one common form, so that the reference (q_iq.c) and the
- * SIMD dots (cpu/dot_iq_avx2.c) read every format through the same
- * unpacker: a 32-weight sub-block is 4 groups of 8, each with its 8
+ * IQ3_XXS, IQ3_S) in one common form, which the reference (q_iq.c) reads
+ * every format through, and their codebooks, which the SIMD dots
+ * (cpu/dot_iq_avx2.c, where each layout is restated for speed) take from
+ * here: a 32-weight sub-block is 4 groups of 8, each with its 8
  * magnitudes (codebook rows), 8 sign bits and an odd scale multiplier 2s+1:
  *
  *     weight = d * ls * step * magnitude * (negative ? -1 : 1)
@@ -28,6 +29,8 @@ typedef struct {
     size_t block_bytes;
     void (*unpack)(const void *blk, int ib, iq_sub *s); /* sub-block ib = 0..7 */
     float step;                                         /* weight = d * ls * step * magnitude */
+    const uint8_t *grid; /* the codebook (quant/iq_grids.h), point_bytes a point */
+    int point_bytes;     /* 8 (IQ2) or 4 (IQ3) */
 } iq_grid_format;
 
 /* The format of type t, or NULL when t is not one of the five. Every block

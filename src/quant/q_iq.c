@@ -240,11 +240,11 @@ static void unpack_iq3_s(const void *blk, int ib, iq_sub *s) {
     }
 }
 
-static const iq_grid_format fmt_iq2_xxs = {sizeof(block_iq2_xxs), unpack_iq2_xxs, 0.125f};
-static const iq_grid_format fmt_iq2_xs = {sizeof(block_iq2_xs), unpack_iq2_xs, 0.125f};
-static const iq_grid_format fmt_iq2_s = {sizeof(block_iq2_s), unpack_iq2_s, 0.125f};
-static const iq_grid_format fmt_iq3_xxs = {sizeof(block_iq3_xxs), unpack_iq3_xxs, 0.25f};
-static const iq_grid_format fmt_iq3_s = {sizeof(block_iq3_s), unpack_iq3_s, 1.0f};
+static const iq_grid_format fmt_iq2_xxs = {sizeof(block_iq2_xxs), unpack_iq2_xxs, 0.125f, &iq2xxs_grid[0][0], 8};
+static const iq_grid_format fmt_iq2_xs = {sizeof(block_iq2_xs), unpack_iq2_xs, 0.125f, &iq2xs_grid[0][0], 8};
+static const iq_grid_format fmt_iq2_s = {sizeof(block_iq2_s), unpack_iq2_s, 0.125f, &iq2s_grid[0][0], 8};
+static const iq_grid_format fmt_iq3_xxs = {sizeof(block_iq3_xxs), unpack_iq3_xxs, 0.25f, &iq3xxs_grid[0][0], 4};
+static const iq_grid_format fmt_iq3_s = {sizeof(block_iq3_s), unpack_iq3_s, 1.0f, &iq3s_grid[0][0], 4};
 
 const iq_grid_format *nib_iq_grid_format(nib_type t) {
     static const iq_grid_format *const by_type[NIB_TYPE_COUNT] = {
