@@ -237,9 +237,11 @@ static ALWAYS_INLINE void lat_decode(nib_type t, const uint8_t *grid, const uint
         const block_iq3_s *b = (const block_iq3_s *)blk;
         const uint8_t *idx = b->qs + 8 * ib;
         const unsigned qh = b->qh[ib];
-        int32_t m[8];
-        for (int k = 0; k < 8; k++) m[k] = lat_row4(grid, idx[k] | ((qh >> k) & 1u) << 8);
-        o->mag = _mm256_setr_epi32(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
+        /* the 9th bit of index k: bit k of qh, moved to bit 8 */
+        o->mag = _mm256_setr_epi32(lat_row4(grid, idx[0] | ((qh << 8) & 256u)), lat_row4(grid, idx[1] | ((qh << 7) & 256u)),
+                                   lat_row4(grid, idx[2] | ((qh << 6) & 256u)), lat_row4(grid, idx[3] | ((qh << 5) & 256u)),
+                                   lat_row4(grid, idx[4] | ((qh << 4) & 256u)), lat_row4(grid, idx[5] | ((qh << 3) & 256u)),
+                                   lat_row4(grid, idx[6] | ((qh << 2) & 256u)), lat_row4(grid, idx[7] | ((qh << 1) & 256u)));
         o->neg = simd_bits_to_bytes(b->signs + 4 * ib);
         o->ls = _mm256_set1_epi16((short)(2 * ((b->scales[ib / 2] >> (4 * (ib % 2))) & 15) + 1));
     }
