@@ -192,6 +192,8 @@ float cpu_dot_q2_K_q8_K_avx512(int64_t n, const void *w, const void *a);
 float cpu_dot_q3_K_q8_K_avx512(int64_t n, const void *w, const void *a);
 float cpu_dot_tq2_0_q8_K_avx512(int64_t n, const void *w, const void *a);
 float cpu_dot_iq4_xs_q8_K_avx512(int64_t n, const void *w, const void *a);
+float cpu_dot_iq4_nl_q8_0_avx512(int64_t n, const void *w, const void *a);
+float cpu_dot_mxfp4_q8_0_avx512(int64_t n, const void *w, const void *a);
 void cpu_dot_q4_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q4_0_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
                                   float *out);
@@ -206,6 +208,10 @@ void cpu_dot_q2_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t
 void cpu_dot_q3_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_tq2_0_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_iq4_xs_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_iq4_nl_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_mxfp4_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_iq4_nl_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride, float *out);
+void cpu_dot_mxfp4_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride, float *out);
 float cpu_dot_q5_0_q8_0_avx512(int64_t n, const void *w, const void *a);
 void cpu_dot_q5_0_q8_0_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q5_0_q8_0_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,

@@ -1,5 +1,6 @@
 /* AVX-512 VNNI dots: Q4_0, Q5_0, Q8_0 (with Q8_0), Q4_1, Q5_1 (with Q8_1) and
- * Q2_K, Q3_K, Q4_K, Q6_K, TQ2_0, IQ4_XS (with Q8_K). The kernels of the packed layouts (cpu/repack.h)
+ * Q2_K, Q3_K, Q4_K, Q6_K, TQ2_0, IQ4_XS (with Q8_K), and IQ4_NL, MXFP4 (with
+ * Q8_0, on the Q4_0 body: their nibbles index a table of 16 levels). The kernels of the packed layouts (cpu/repack.h)
  * are in dot_packed_avx512.c.
  *
  * What VNNI changes: vpdpbusd sums four u8 x s8 products into an int32 lane
@@ -49,10 +50,14 @@
  * bits; the mask comes from the weights, once per pair), and the two blocks'
  * scale products go in as one blend of two broadcasts. An odd last block
  * takes a 256-bit step of the same operations. */
-typedef enum { PAIR_Q4_0, PAIR_Q5_0, PAIR_Q8_0 } pair_fmt;
+typedef enum { PAIR_Q4_0, PAIR_Q5_0, PAIR_Q8_0, PAIR_IQ4_NL, PAIR_MXFP4 } pair_fmt;
 
 static ALWAYS_INLINE size_t pair_block_bytes(pair_fmt f) {
-    return f == PAIR_Q4_0 ? sizeof(block_q4_0) : f == PAIR_Q5_0 ? sizeof(block_q5_0) : sizeof(block_q8_0);
+    return f == PAIR_Q4_0     ? sizeof(block_q4_0)
+           : f == PAIR_Q5_0   ? sizeof(block_q5_0)
+           : f == PAIR_IQ4_NL ? sizeof(block_iq4_nl)
+           : f == PAIR_MXFP4  ? sizeof(block_mxfp4)
+                              : sizeof(block_q8_0);
 }
 
 /* a block's 32 signed codes: Q4_0 nibble - 8; Q5_0 the nibble with 0xF0 or-ed
@@ -60,6 +65,12 @@ static ALWAYS_INLINE size_t pair_block_bytes(pair_fmt f) {
  * nibble + 16 - 16); Q8_0 the bytes */
 static ALWAYS_INLINE __m256i pair_codes(pair_fmt f, const uint8_t *blk) {
     if (f == PAIR_Q4_0) return _mm256_sub_epi8(simd_legacy_nibbles(((const block_q4_0 *)blk)->qs), _mm256_set1_epi8(8));
+    if (f == PAIR_IQ4_NL || f == PAIR_MXFP4) { /* the nibbles index 16 levels (dot_iq_avx2.c) */
+        const int8_t *lv = f == PAIR_MXFP4 ? nib_mxfp4_levels : nib_iq4_levels;
+        const uint8_t *qs = f == PAIR_MXFP4 ? ((const block_mxfp4 *)blk)->qs : ((const block_iq4_nl *)blk)->qs;
+        return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)lv)),
+                                   simd_legacy_nibbles(qs));
+    }
     if (f == PAIR_Q5_0) {
         const block_q5_0 *b = (const block_q5_0 *)blk;
         uint32_t h;
@@ -75,6 +86,11 @@ static ALWAYS_INLINE float pair_d(const uint8_t *blk) {
     uint16_t h;
     memcpy(&h, blk, 2);
     return simd_fp16_to_f32(h);
+}
+
+/* a weight block's scale: pair_d, or MXFP4's half E8M0 scale */
+static ALWAYS_INLINE float pair_wd(pair_fmt f, const uint8_t *blk) {
+    return f == PAIR_MXFP4 ? nib_mxfp4_half_scale(blk[0]) : pair_d(blk);
 }
 
 /* R weight rows (w0, w0 + w_stride) x nt tokens. Per row the codes, their
@@ -94,7 +110,7 @@ static ALWAYS_INLINE void pair_step(pair_fmt f, int R, int nt, const uint8_t *w0
         const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(pair_codes(f, wr)), pair_codes(f, w1), 1);
         u[r] = _mm512_abs_epi8(q);
         neg[r] = _mm512_movepi8_mask(q);
-        d0[r] = pair_d(wr), d1[r] = pair_d(w1);
+        d0[r] = pair_wd(f, wr), d1[r] = pair_wd(f, w1);
         if (R > 1) dw[r] = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d0[r]), _mm512_set1_ps(d1[r]));
     }
 #pragma GCC unroll 4
@@ -133,7 +149,7 @@ static ALWAYS_INLINE void pair_tail(pair_fmt f, int R, int nt, const uint8_t *w0
         const __m256i q = pair_codes(f, wr);
         u[r] = _mm256_abs_epi8(q);
         neg[r] = _mm256_movepi8_mask(q);
-        d0[r] = pair_d(wr);
+        d0[r] = pair_wd(f, wr);
     }
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) {
@@ -190,6 +206,8 @@ static ALWAYS_INLINE void pair_dot(pair_fmt f, int R, int nt, int64_t n, const v
 DOT_FORMS(q4_0_q8_0, pair_dot, PAIR_Q4_0)
 DOT_FORMS(q5_0_q8_0, pair_dot, PAIR_Q5_0)
 DOT_FORMS(q8_0_q8_0, pair_dot, PAIR_Q8_0)
+DOT_FORMS(iq4_nl_q8_0, pair_dot, PAIR_IQ4_NL)
+DOT_FORMS(mxfp4_q8_0, pair_dot, PAIR_MXFP4)
 
 /* ---- Q4_1, Q5_1 with Q8_1, two blocks a 512-bit register --------------------------------
  * x = d q + m with q unsigned (0..15, 0..31), so no sign trick: vpdpbusd takes
