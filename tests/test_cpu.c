@@ -503,9 +503,16 @@ static void test_dot_kernels_extremes(void) {
                             nib_fp16 h = random_scale();
                             memcpy(wq + b * tt->block_bytes + fp16_scale_off[t][s], &h, 2);
                         }
-                    /* MXFP4's E8M0 exponent near 1, as random_blocks: at 0xFF (2^127)
-                     * every implementation's float sum overflows */
+                    /* MXFP4's E8M0 exponent near 1, and IQ1_M's fp16 scale (the top
+                     * nibbles of its scale words) finite, as random_blocks: at 0xFF
+                     * every implementation's float sum overflows or is NaN */
                     if (t == NIB_TYPE_MXFP4) wq[b * tt->block_bytes] = (uint8_t)(112 + rng_u64() % 24);
+                    if (t == NIB_TYPE_IQ1_M) {
+                        const nib_fp16 h = random_scale();
+                        block_iq1_m *q = (block_iq1_m *)(wq + b * tt->block_bytes);
+                        for (int w = 0; w < 4; w++)
+                            q->scales[2 * w + 1] = (uint8_t)((q->scales[2 * w + 1] & 0x0f) | (((h >> (4 * w)) & 0xf) << 4));
+                    }
                 }
                 activation_floats(x, n);
                 double r = compare_dot(t, k.vec_dot, wq, n, x);

@@ -1,6 +1,6 @@
 /* AVX2 dots of the 16-level table formats: IQ4_NL and MXFP4 with Q8_0
  * activations, IQ4_XS with Q8_K; and of the lattice formats IQ2_XXS, IQ2_XS,
- * IQ2_S, IQ3_XXS and IQ3_S with Q8_K (at the end of the file).
+ * IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and IQ1_M with Q8_K (at the end of the file).
  *
  * Both store 32 weights in 16 bytes as the legacy Q4 formats do (byte j:
  * weight j in the low nibble, j + 16 in the high one), but a nibble indexes
@@ -24,6 +24,7 @@
  * As in dot_kquant_avx2.c each body serves a single-token vec_dot and an x4
  * version that decodes the weights once for four activation rows, with the
  * same per-token operations, so results do not depend on the batch. */
+#include <stdbool.h>
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
@@ -296,3 +297,111 @@ LATTICE_ENTRIES(iq2_xs, NIB_TYPE_IQ2_XS)
 LATTICE_ENTRIES(iq2_s, NIB_TYPE_IQ2_S)
 LATTICE_ENTRIES(iq3_xxs, NIB_TYPE_IQ3_XXS)
 LATTICE_ENTRIES(iq3_s, NIB_TYPE_IQ3_S)
+
+/* ---- IQ1_S and IQ1_M ----------------------------------------------------------------
+ * weight = d * ls * (v + delta), v in {-1, 0, 1} from the signed codebook
+ * (four 8-byte rows a sub-block), delta = +-1/8 per group. As the reference:
+ * two integer sums a super-block, sum ls * v . a (sign trick: |v| against
+ * the activation with v's sign) and sum +-ls * (group's activation sum)
+ * (maddubs of ones), combined as d * d_a * (sum + shift / 8). IQ1_S: one
+ * multiplier and one shift direction a sub-block (qh[ib]); IQ1_M: a
+ * multiplier per half sub-block and a direction per group (qh nibbles), and
+ * its fp16 d assembled from the top nibbles of the four scale words. */
+static ALWAYS_INLINE uint64_t iq1_row(unsigned i) {
+    uint64_t v;
+    memcpy(&v, nib_iq1s_grid + 8 * (size_t)i, 8);
+    return v;
+}
+
+static ALWAYS_INLINE void iq1_dot(bool m, int nt, int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    const size_t bb = m ? sizeof(block_iq1_m) : sizeof(block_iq1_s);
+    const __m256i ones = _mm256_set1_epi8(1);
+    __m256 acc[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const uint8_t *blk = (const uint8_t *)w + (size_t)i * bb;
+        const block_iq1_s *xs = (const block_iq1_s *)blk;
+        const block_iq1_m *xm = (const block_iq1_m *)blk;
+        __m256i sumi[NT_MAX], shift[NT_MAX];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) sumi[t] = shift[t] = _mm256_setzero_si256();
+        for (int ib = 0; ib < QK_K / 32; ib++) {
+            unsigned idx[4], ls[4], neg[4];
+            __m256i ls16, lsd16;
+            const uint8_t *qs = m ? xm->qs + 4 * ib : xs->qs + 4 * ib;
+            if (m) {
+                uint16_t sw;
+                memcpy(&sw, xm->scales + 2 * (ib / 2), 2);
+                const unsigned sc = (unsigned)sw >> (6 * (ib % 2));
+                for (int g = 0; g < 4; g++) {
+                    const unsigned h = (unsigned)xm->qh[2 * ib + g / 2] >> (4 * (g % 2));
+                    idx[g] = qs[g] | (h & 7u) << 8;
+                    ls[g] = 2u * ((sc >> (3 * (g / 2))) & 7u) + 1u;
+                    neg[g] = (h >> 3) & 1u;
+                }
+                /* the multiplier of groups 0-1 and 2-3 over their int16 pairs, and
+                 * each group's with its shift's sign */
+                ls16 = lat_ls(ls[0], ls[2]);
+                const __m256i negm =
+                    _mm256_set_epi64x(-(int64_t)neg[3], -(int64_t)neg[2], -(int64_t)neg[1], -(int64_t)neg[0]);
+                lsd16 = _mm256_sub_epi16(_mm256_xor_si256(ls16, negm), negm); /* -ls where the shift is down */
+            } else { /* one multiplier and one direction for the sub-block */
+                const unsigned h = xs->qh[ib];
+                for (int g = 0; g < 4; g++) idx[g] = qs[g] | ((h >> (3 * g)) & 7u) << 8;
+                const int l = (int)(2u * ((h >> 12) & 7u) + 1u);
+                ls16 = _mm256_set1_epi16((short)l);
+                lsd16 = _mm256_set1_epi16((short)(h >> 15 ? -l : l));
+            }
+            const __m256i v = _mm256_set_epi64x((int64_t)iq1_row(idx[3]), (int64_t)iq1_row(idx[2]),
+                                                (int64_t)iq1_row(idx[1]), (int64_t)iq1_row(idx[0]));
+            const __m256i va = _mm256_sign_epi8(v, v); /* |v| */
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) {
+                const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+                const __m256i q8 = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * ib));
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(va, _mm256_sign_epi8(q8, v)), ls16));
+                shift[t] = _mm256_add_epi32(shift[t], _mm256_madd_epi16(_mm256_maddubs_epi16(ones, q8), lsd16));
+            }
+        }
+        float xd;
+        if (m) {
+            uint16_t bits = 0;
+            for (int k = 0; k < 4; k++) {
+                uint16_t sw;
+                memcpy(&sw, xm->scales + 2 * k, 2);
+                bits |= (uint16_t)((sw >> 12) << (4 * k));
+            }
+            xd = simd_fp16_to_f32(bits);
+        } else {
+            uint16_t dh;
+            memcpy(&dh, blk, 2);
+            xd = simd_fp16_to_f32(dh);
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+            const __m256 tot = _mm256_fmadd_ps(_mm256_set1_ps(0.125f), _mm256_cvtepi32_ps(shift[t]), _mm256_cvtepi32_ps(sumi[t]));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xd * y->d), tot, acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) out[t] = simd_hsum_f32x8(acc[t]);
+}
+
+float cpu_dot_iq1_s_q8_K_avx2(int64_t n, const void *w, const void *a) {
+    float r;
+    iq1_dot(false, 1, n, w, a, 0, &r);
+    return r;
+}
+void cpu_dot_iq1_s_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    iq1_dot(false, 4, n, w, a, a_stride, out);
+}
+float cpu_dot_iq1_m_q8_K_avx2(int64_t n, const void *w, const void *a) {
+    float r;
+    iq1_dot(true, 1, n, w, a, 0, &r);
+    return r;
+}
+void cpu_dot_iq1_m_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    iq1_dot(true, 4, n, w, a, a_stride, out);
+}

@@ -37,4 +37,8 @@ typedef struct {
  * starts with its fp16 super-block scale d. */
 const iq_grid_format *nib_iq_grid_format(nib_type t);
 
+/* IQ1_S and IQ1_M's codebook: 2048 points of 8 values in {-1, 0, 1}, point i
+ * at nib_iq1s_grid + 8i (layouts at their unpackers in q_iq.c). */
+extern const int8_t *const nib_iq1s_grid;
+
 #endif

@@ -361,6 +361,8 @@ static void unpack_iq1_m(const void *blk, int ib, iq1_sub *s) {
     }
 }
 
+const int8_t *const nib_iq1s_grid = &iq1s_grid[0][0];
+
 static const iq1_format fmt_iq1_s = {sizeof(block_iq1_s), leading_d, unpack_iq1_s};
 static const iq1_format fmt_iq1_m = {sizeof(block_iq1_m), iq1_m_scale, unpack_iq1_m};
 
