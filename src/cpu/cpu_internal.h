@@ -141,6 +141,7 @@ float cpu_dot_iq4_nl_q8_0_avx2(int64_t n, const void *w, const void *a);
 float cpu_dot_iq4_xs_q8_K_avx2(int64_t n, const void *w, const void *a);
 float cpu_dot_mxfp4_q8_0_avx2(int64_t n, const void *w, const void *a);
 float cpu_dot_tq2_0_q8_K_avx2(int64_t n, const void *w, const void *a);
+float cpu_dot_tq1_0_q8_K_avx2(int64_t n, const void *w, const void *a);
 float cpu_dot_iq1_s_q8_K_avx2(int64_t n, const void *w, const void *a);
 float cpu_dot_iq1_m_q8_K_avx2(int64_t n, const void *w, const void *a);
 float cpu_dot_iq2_xxs_q8_K_avx2(int64_t n, const void *w, const void *a);
@@ -163,6 +164,7 @@ void cpu_dot_iq4_nl_q8_0_x4_avx2(int64_t n, const void *w, const void *a, size_t
 void cpu_dot_iq4_xs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_mxfp4_q8_0_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_tq2_0_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_tq1_0_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_iq1_s_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_iq1_m_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_iq2_xxs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);

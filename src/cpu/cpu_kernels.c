@@ -85,6 +85,7 @@ static const cpu_type_row type_rows[NIB_TYPE_COUNT] = {
     [NIB_TYPE_IQ3_S] = {false, {[L_AVX2] = cpu_dot_iq3_s_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq3_s_q8_K_x4_avx2}, {0}},
     [NIB_TYPE_IQ1_S] = {false, {[L_AVX2] = cpu_dot_iq1_s_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq1_s_q8_K_x4_avx2}, {0}},
     [NIB_TYPE_IQ1_M] = {false, {[L_AVX2] = cpu_dot_iq1_m_q8_K_avx2}, {[L_AVX2] = cpu_dot_iq1_m_q8_K_x4_avx2}, {0}},
+    [NIB_TYPE_TQ1_0] = {false, {[L_AVX2] = cpu_dot_tq1_0_q8_K_avx2}, {[L_AVX2] = cpu_dot_tq1_0_q8_K_x4_avx2}, {0}},
     [NIB_TYPE_TQ2_0] = {false, {[L_AVX2] = cpu_dot_tq2_0_q8_K_avx2, [L_512] = cpu_dot_tq2_0_q8_K_avx512},
                         {[L_AVX2] = cpu_dot_tq2_0_q8_K_x4_avx2, [L_512] = cpu_dot_tq2_0_q8_K_x4_avx512}, {0}},
 };

@@ -1,5 +1,5 @@
 /* AVX2 dots of the K-quants Q2_K, Q3_K, Q4_K, Q5_K and Q6_K, and of the
- * ternary TQ2_0 (Q2_K's layout), with Q8_K activations.
+ * ternary TQ2_0 (Q2_K's layout) and TQ1_0, with Q8_K activations.
  *
  * A super-block is 256 elements, i.e. eight 256-bit registers of int8. Per
  * register: maddubs (u8 weight x s8 activation, pairs summed into int16),
@@ -302,4 +302,74 @@ float cpu_dot_tq2_0_q8_K_avx2(int64_t n, const void *w, const void *a) {
 }
 void cpu_dot_tq2_0_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
     low2_dot(LOW2_TQ2_0, 4, n, w, a, a_stride, out);
+}
+
+/* ---- TQ1_0 ---------------------------------------------------------------------------
+ * Five trits a byte as a base-3 fraction of 256 (quant/q_ternary.c): trit k
+ * of byte b is ((b * 3^k mod 256) * 3) >> 8. Bytes have no multiply, so the
+ * even and odd bytes of each 16-bit lane go through mullo_epi16 apart, each
+ * product masked back to 8 bits. Eight registers of 32 trits (t + 1, 0..2)
+ * cover the block in element order:
+ *   qs[0..31], k = 0..4:          elements 32k + m
+ *   qs[32..47] in both lanes, the low lane at 3^k and the high at 3^(k+1),
+ *   k = 0, 2:                     elements 160 + 16k .. 160 + 16k + 31
+ *   qs[32..47] at 3^4 (low lane) and qh spread so byte 4k + m is qh[m] at 3^k
+ *   (high lane):                  elements 224..255
+ * maddubs pairs of t + 1 (at most 2 * 2 * 127) add up over the 8 registers in
+ * int16, one madd a block and token; the +1 comes off as the sum of bsums. */
+static ALWAYS_INLINE __m256i tq1_trits(__m256i x, __m256i c16) {
+    const __m256i lo8 = _mm256_set1_epi16(0x00FF), three = _mm256_set1_epi16(3);
+    const __m256i lo = _mm256_and_si256(_mm256_mullo_epi16(_mm256_and_si256(x, lo8), c16), lo8);
+    const __m256i hi = _mm256_and_si256(_mm256_mullo_epi16(_mm256_srli_epi16(x, 8), c16), lo8);
+    return _mm256_or_si256(_mm256_srli_epi16(_mm256_mullo_epi16(lo, three), 8),
+                           _mm256_slli_epi16(_mm256_srli_epi16(_mm256_mullo_epi16(hi, three), 8), 8));
+}
+
+static ALWAYS_INLINE void tq1_dot(int nt, int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    const block_tq1_0 *x = (const block_tq1_0 *)w;
+    const __m256i ones16 = _mm256_set1_epi16(1);
+    const __m128i ones8 = _mm_set1_epi8(1);
+    const __m256i c_pair[2] = {_mm256_setr_epi16(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3),
+                               _mm256_setr_epi16(9, 9, 9, 9, 9, 9, 9, 9, 27, 27, 27, 27, 27, 27, 27, 27)};
+    const __m256i c_last = _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9, 9, 27, 27);
+    const __m128i spread = _mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
+    __m256 acc[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, x++) {
+        __m256i tr[8];
+        const __m256i qa = _mm256_loadu_si256((const __m256i *)x->qs);
+        static const short pow3[5] = {1, 3, 9, 27, 81};
+        for (int k = 0; k < 5; k++) tr[k] = tq1_trits(qa, _mm256_set1_epi16(pow3[k]));
+        const __m128i qb = _mm_loadu_si128((const __m128i *)(x->qs + 32));
+        const __m256i qbb = _mm256_broadcastsi128_si256(qb);
+        tr[5] = tq1_trits(qbb, c_pair[0]);
+        tr[6] = tq1_trits(qbb, c_pair[1]);
+        uint32_t qh;
+        memcpy(&qh, x->qh, 4);
+        const __m128i hs = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)qh), spread);
+        tr[7] = tq1_trits(_mm256_inserti128_si256(_mm256_castsi128_si256(qb), hs, 1), c_last);
+        static const short at[8] = {0, 32, 64, 96, 128, 160, 192, 224}; /* first element of each register */
+        const float xd = simd_fp16_to_f32(x->d);
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+            __m256i s16 = _mm256_setzero_si256();
+            for (int r = 0; r < 8; r++)
+                s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(tr[r], _mm256_loadu_si256((const __m256i *)(y->qs + at[r]))));
+            const __m256i s = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones16), kq_scale_bsums(ones8, y));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y->d * xd), _mm256_cvtepi32_ps(s), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) out[t] = simd_hsum_f32x8(acc[t]);
+}
+
+float cpu_dot_tq1_0_q8_K_avx2(int64_t n, const void *w, const void *a) {
+    float r;
+    tq1_dot(1, n, w, a, 0, &r);
+    return r;
+}
+void cpu_dot_tq1_0_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
+    tq1_dot(4, n, w, a, a_stride, out);
 }
