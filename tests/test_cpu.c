@@ -198,6 +198,22 @@ static void test_simd_levels(void) {
                   tr((nib_type)t)->name, l);
         }
     }
+    /* every weight format has a SIMD dot of its own, with its 4-token form (the
+     * activation formats Q8_1 and Q8_K are not weights): a format left on the
+     * scalar reference runs a model tens of times slower */
+    int missing = 0;
+    for (int t = 0; t < NIB_TYPE_COUNT; t++) {
+        if (!tr((nib_type)t) || t == NIB_TYPE_Q8_1 || t == NIB_TYPE_Q8_K) continue;
+        if (!cpu_kernel_has_level((nib_type)t, NIB_SIMD_AVX2)) {
+            fprintf(stderr, "    %s has no AVX2 dot\n", tr((nib_type)t)->name);
+            missing++;
+            continue;
+        }
+        cpu_kernel k;
+        cpu_kernel_get_at((nib_type)t, NIB_SIMD_AVX2, &k);
+        if (!k.act_f32 && !k.vec_dot_x4) fprintf(stderr, "    %s has no 4-token AVX2 form\n", tr((nib_type)t)->name), missing++;
+    }
+    CHECK(missing == 0, "%d weight formats lack an AVX2 dot or its 4-token form", missing);
 }
 
 /* ---- thread pool ------------------------------------------------------------------- */
