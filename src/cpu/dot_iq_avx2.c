@@ -2,10 +2,10 @@
  * activations, IQ4_XS with Q8_K; and of the lattice formats IQ2_XXS, IQ2_XS,
  * IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and IQ1_M with Q8_K (at the end of the file).
  *
- * Both store 32 weights in 16 bytes as the legacy Q4 formats do (byte j:
- * weight j in the low nibble, j + 16 in the high one), but a nibble indexes
- * the 16 signed levels of nib_iq4_levels (-127..113) instead of standing
- * for q - 8. One pshufb of the nibbles (simd_legacy_nibbles, element order)
+ * The table formats store 32 weights in 16 bytes as the legacy Q4 formats
+ * do (byte j: weight j in the low nibble, j + 16 in the high one), but a
+ * nibble indexes 16 signed levels (nib_iq4_levels, -127..113; MXFP4's own)
+ * instead of standing for q - 8. One pshufb of the nibbles (simd_legacy_nibbles, element order)
  * into the levels gives the 32 weights as int8; the product with the int8
  * activation goes through maddubs by the sign trick (|w| with the
  * activation carrying w's sign: pairs reach 2 * 127 * 127 < 32768).
