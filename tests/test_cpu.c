@@ -96,6 +96,25 @@ static nib_fp16 random_scale(void) {
     return nib_f32_to_fp16((float)((rng_u64() & 1) ? -mag : mag));
 }
 
+/* A block's scales made finite and non-zero whatever its other bytes: every
+ * fp16 scale a random value of random sign, IQ1_M's fp16 scale (the top
+ * nibbles of its scale words) likewise, MXFP4's E8M0 exponent near 1. */
+static void set_block_scales(nib_type t, uint8_t *blk) {
+    for (int k = 0; k < 2; k++) {
+        if (fp16_scale_off[t][k] < 0) continue;
+        nib_fp16 h = random_scale();
+        memcpy(blk + fp16_scale_off[t][k], &h, 2);
+    }
+    if (t == NIB_TYPE_IQ1_M) {
+        nib_fp16 h = random_scale();
+        block_iq1_m *q = (block_iq1_m *)blk;
+        for (int k = 0; k < 4; k++)
+            q->scales[2 * k + 1] = (uint8_t)((q->scales[2 * k + 1] & 0x0f) | (((h >> (4 * k)) & 0xf) << 4));
+    } else if (t == NIB_TYPE_MXFP4) {
+        blk[0] = (uint8_t)(112 + rng_u64() % 24);
+    }
+}
+
 static void random_blocks(nib_type t, uint8_t *dst, int64_t n) {
     const nib_type_traits *tt = tr(t);
     for (int64_t b = 0; b < n / tt->block_elems; b++) {
@@ -110,19 +129,8 @@ static void random_blocks(nib_type t, uint8_t *dst, int64_t n) {
             continue;
         }
         rng_bytes(blk, tt->block_bytes);
-        for (int k = 0; k < 2; k++) {
-            if (fp16_scale_off[t][k] < 0) continue;
-            nib_fp16 h = random_scale();
-            memcpy(blk + fp16_scale_off[t][k], &h, 2);
-        }
-        if (t == NIB_TYPE_IQ1_M) { /* its fp16 scale is the top nibbles of the scale words */
-            nib_fp16 h = random_scale();
-            block_iq1_m *q = (block_iq1_m *)blk;
-            for (int k = 0; k < 4; k++)
-                q->scales[2 * k + 1] = (uint8_t)((q->scales[2 * k + 1] & 0x0f) | (((h >> (4 * k)) & 0xf) << 4));
-        } else if (t == NIB_TYPE_MXFP4) { /* E8M0 exponent near 1 */
-            blk[0] = (uint8_t)(112 + rng_u64() % 24);
-        } else if (t == NIB_TYPE_Q8_K) {
+        set_block_scales(t, blk);
+        if (t == NIB_TYPE_Q8_K) {
             block_q8_K *q = (block_q8_K *)blk;
             q->d = nib_fp16_to_f32(random_scale());
             for (int g = 0; g < QK_K / 16; g++) {
@@ -513,23 +521,9 @@ static void test_dot_kernels_extremes(void) {
                 const int64_t n = 1024;
                 static const uint8_t fill[3] = {0xFF, 0x80, 0x7F};
                 memset(wq, fill[pat], row_bytes(t, n));
-                for (int64_t b = 0; b < n / tt->block_elems; b++) {
-                    for (int s = 0; s < 2; s++)
-                        if (fp16_scale_off[t][s] >= 0) {
-                            nib_fp16 h = random_scale();
-                            memcpy(wq + b * tt->block_bytes + fp16_scale_off[t][s], &h, 2);
-                        }
-                    /* MXFP4's E8M0 exponent near 1, and IQ1_M's fp16 scale (the top
-                     * nibbles of its scale words) finite, as random_blocks: at 0xFF
-                     * every implementation's float sum overflows or is NaN */
-                    if (t == NIB_TYPE_MXFP4) wq[b * tt->block_bytes] = (uint8_t)(112 + rng_u64() % 24);
-                    if (t == NIB_TYPE_IQ1_M) {
-                        const nib_fp16 h = random_scale();
-                        block_iq1_m *q = (block_iq1_m *)(wq + b * tt->block_bytes);
-                        for (int w = 0; w < 4; w++)
-                            q->scales[2 * w + 1] = (uint8_t)((q->scales[2 * w + 1] & 0x0f) | (((h >> (4 * w)) & 0xf) << 4));
-                    }
-                }
+                /* the scales finite (at 0xFF MXFP4's 2^127 or IQ1_M's NaN scale
+                 * overflows every implementation's float sum): the codes stay extreme */
+                for (int64_t b = 0; b < n / tt->block_elems; b++) set_block_scales(t, wq + b * tt->block_bytes);
                 activation_floats(x, n);
                 double r = compare_dot(t, k.vec_dot, wq, n, x);
                 CHECK(r <= 1.0, "%s %s all-0x%02X blocks: error %.3g x tolerance", tt->name,

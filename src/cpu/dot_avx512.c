@@ -542,7 +542,6 @@ void cpu_dot_q6_K_q8_K_x4_avx512(int64_t n, const void *w, const void *a, size_t
 static ALWAYS_INLINE void low2k_dot(low2_fmt f, int nt, int64_t n, const void *w, const void *a, size_t a_stride,
                                     float *out) {
     const __m512i m3 = _mm512_set1_epi8(3), one = _mm512_set1_epi8(1);
-    const __m128i m4 = _mm_set1_epi8(0x0F);
     const __m512i sh01 = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(0), _mm512_set1_epi16(2));
     const __m512i sh23 = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(4), _mm512_set1_epi16(6));
     __m512i sc_idx[2], hs01[2], hs23[2];
@@ -560,25 +559,10 @@ static ALWAYS_INLINE void low2k_dot(low2_fmt f, int nt, int64_t n, const void *w
     const bool three = f == LOW2_Q3_K, ternary = f == LOW2_TQ2_0;
     const size_t bb = low2_block_bytes(f);
     for (int64_t i = 0; i < n / QK_K; i++) {
-        const uint8_t *blk = (const uint8_t *)w + (size_t)i * bb;
-        const block_q2_K *x2 = (const block_q2_K *)blk;
-        const block_q3_K *x3 = (const block_q3_K *)blk;
-        const block_tq2_0 *xt = (const block_tq2_0 *)blk;
-        const uint8_t *qs = three ? x3->qs : ternary ? xt->qs : x2->qs;
-        __m128i scales8;
-        __m256i mins16 = _mm256_setzero_si256();
-        __m512i hm2 = _mm512_setzero_si512();
-        if (three) {
-            scales8 = kq_q3_scales8(x3->scales);
-            const __m256i hm = _mm256_loadu_si256((const __m256i *)x3->hmask);
-            hm2 = _mm512_inserti64x4(_mm512_castsi256_si512(hm), hm, 1);
-        } else if (ternary) {
-            scales8 = _mm_set1_epi8(1);
-        } else {
-            const __m128i packed = _mm_loadu_si128((const __m128i *)x2->scales);
-            scales8 = _mm_and_si128(packed, m4);
-            mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4));
-        }
+        const low2_head x = low2_head_of(f, (const uint8_t *)w + (size_t)i * bb);
+        const uint8_t *qs = x.qs;
+        const __m128i scales8 = x.scales8;
+        const __m512i hm2 = three ? _mm512_inserti64x4(_mm512_castsi256_si512(x.hm), x.hm, 1) : _mm512_setzero_si512();
         const __m512i sc = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(scales8)); /* lanes 0..15 used */
         __m512i sumi[NT_MAX];
 #pragma GCC unroll 4
@@ -603,7 +587,6 @@ static ALWAYS_INLINE void low2k_dot(low2_fmt f, int nt, int64_t n, const void *w
                 sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_packs_epi32(d01, d23), sch);
             }
         }
-        const float xd = simd_fp16_to_f32(three ? x3->d : ternary ? xt->d : x2->d);
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
             const block_q8_K *y = kq_act_block(a, a_stride, t, i);
@@ -613,11 +596,10 @@ static ALWAYS_INLINE void low2k_dot(low2_fmt f, int nt, int64_t n, const void *w
             } else if (ternary) {
                 s = _mm512_sub_epi32(s, _mm512_zextsi256_si512(kq_scale_bsums(scales8, y)));
             } else {
-                const __m256i ms = _mm256_madd_epi16(mins16, _mm256_loadu_si256((const __m256i *)y->bsums));
-                acc_m[t] = _mm256_fmadd_ps(_mm256_set1_ps(y->d * simd_fp16_to_f32(x2->dmin)), _mm256_cvtepi32_ps(ms),
-                                           acc_m[t]);
+                const __m256i ms = _mm256_madd_epi16(x.mins16, _mm256_loadu_si256((const __m256i *)y->bsums));
+                acc_m[t] = _mm256_fmadd_ps(_mm256_set1_ps(y->d * x.dmin), _mm256_cvtepi32_ps(ms), acc_m[t]);
             }
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(y->d * xd), _mm512_cvtepi32_ps(s), acc[t]);
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(y->d * x.d), _mm512_cvtepi32_ps(s), acc[t]);
         }
     }
 #pragma GCC unroll 4

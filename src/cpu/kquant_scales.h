@@ -77,6 +77,40 @@ static inline size_t low2_block_bytes(low2_fmt f) {
     return f == LOW2_Q3_K ? sizeof(block_q3_K) : f == LOW2_TQ2_0 ? sizeof(block_tq2_0) : sizeof(block_q2_K);
 }
 
+/* What a 2-bit-layout super-block gives its dot besides the quants: the 16
+ * sub-block scales as int8 (Q2_K's 4-bit scales, Q3_K's signed 6-bit ones,
+ * TQ2_0's implied 1s), Q2_K's 16 minimums as int16 and its dmin, Q3_K's
+ * hmask, and d. The fields a format lacks are zero. */
+typedef struct {
+    const uint8_t *qs;
+    __m128i scales8;
+    __m256i mins16, hm;
+    float d, dmin;
+} low2_head;
+
+static inline low2_head low2_head_of(low2_fmt f, const uint8_t *blk) {
+    low2_head o;
+    o.mins16 = o.hm = _mm256_setzero_si256();
+    o.dmin = 0.0f;
+    if (f == LOW2_Q3_K) {
+        const block_q3_K *x = (const block_q3_K *)blk;
+        o.qs = x->qs, o.d = _cvtsh_ss(x->d);
+        o.scales8 = kq_q3_scales8(x->scales);
+        o.hm = _mm256_loadu_si256((const __m256i *)x->hmask);
+    } else if (f == LOW2_TQ2_0) {
+        const block_tq2_0 *x = (const block_tq2_0 *)blk;
+        o.qs = x->qs, o.d = _cvtsh_ss(x->d);
+        o.scales8 = _mm_set1_epi8(1);
+    } else {
+        const block_q2_K *x = (const block_q2_K *)blk;
+        const __m128i m4 = _mm_set1_epi8(0x0F), packed = _mm_loadu_si128((const __m128i *)x->scales);
+        o.qs = x->qs, o.d = _cvtsh_ss(x->d), o.dmin = _cvtsh_ss(x->dmin);
+        o.scales8 = _mm_and_si128(packed, m4);
+        o.mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4));
+    }
+    return o;
+}
+
 static inline float kq_hsum_f32x4(__m128 v) {
     v = _mm_add_ps(v, _mm_movehl_ps(v, v));
     v = _mm_add_ss(v, _mm_movehdup_ps(v));
