@@ -48,16 +48,17 @@ __device__ __forceinline__ uint32_t ld32(const uint8_t *p) { return ld16(p) | ld
 
 /* A block of a tiled matrix (gemv_tiled.cuh): byte off of block `lane` of
  * the tile at t is in 16-byte chunk off / 16 at 512 (off / 16) + 16 lane, or
- * past the CH chunks (Q6_K's d) at 512 CH + 2 lane. The decoders that serve
- * tiled matrices (Q4_K, Q6_K) take it where they take a block pointer. */
+ * past the CH chunks (the block's last `side` bytes: Q6_K's d, Q2_K's d and
+ * dmin) at 512 CH + side lane. The decoders that serve tiled matrices (the
+ * formats with CH, SIDE and UNIT 1) take it where they take a block pointer. */
 struct t32_ptr {
     const uint8_t *t;
-    int lane, ch, off;
-    __device__ t32_ptr operator+(int k) const { return {t, lane, ch, off + k}; }
+    int lane, ch, side, off;
+    __device__ t32_ptr operator+(int k) const { return {t, lane, ch, side, off + k}; }
 };
 __device__ __forceinline__ uint32_t ldb(t32_ptr p) {
     return __ldg(p.off < 16 * p.ch ? p.t + 512 * (p.off >> 4) + 16 * p.lane + (p.off & 15)
-                                   : p.t + 512 * p.ch + 2 * p.lane + (p.off - 16 * p.ch));
+                                   : p.t + 512 * p.ch + p.side * p.lane + (p.off - 16 * p.ch));
 }
 __device__ __forceinline__ uint32_t ld16(t32_ptr p) { return ldb(p) | ldb(p + 1) << 8; }
 /* A legacy format's 32-element block j of 8 in a tiled block (gemv_tiled.cuh
@@ -201,8 +202,9 @@ struct dq_mxfp4 {
 /* Q2_K, 84 bytes: scales[16] at 0, qs[64] at 16, d at 80, dmin at 82. Element
  * 32p + m is (qs[32(p/4) + m] >> 2(p%4)) & 3 (qk_unpack_2bit); y = dl*q - ml. */
 struct dq_q2_K {
-    static constexpr int QK = 256, BYTES = 84, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int p, float (&v)[PE]) {
+    static constexpr int QK = 256, BYTES = 84, PE = 32, CH = 5, SIDE = 4, UNIT = 1; /* CH, SIDE: t32_q2_K */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const float d = dq_half(ld16(b + 80)), dmin = dq_half(ld16(b + 82));
         const int shift = 2 * (p % 4);
 #pragma unroll
@@ -223,14 +225,15 @@ struct dq_q2_K {
  * qk_decode_q3_K: low 2 bits as Q2_K, high bit (hmask[m] >> p) & 1, value
  * low - (high ? 0 : 4); qk_unpack_q3_scales for sub-block j = e/16. */
 struct dq_q3_K {
-    static constexpr int QK = 256, BYTES = 110, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int p, float (&v)[PE]) {
+    static constexpr int QK = 256, BYTES = 110, PE = 32, CH = 7, SIDE = 0, UNIT = 1; /* t32_q3_K: padded to 7 chunks */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const float d = dq_half(ld16(b + 108));
-        const uint8_t *s = b + 96;
+        const P s = b + 96;
 #pragma unroll
         for (int half = 0; half < 2; half++) {
             const int j = 2 * p + half;
-            const int lo = j < 8 ? (int)(ldb(s + j) & 0xF) : (int)(ldb(s + j - 8) >> 4);
+            const int lo = j < 8 ? (int)(ldb(s + j) & 0xF) : (int)(ldb(s + (j - 8)) >> 4);
             const int hi = (int)(ldb(s + 8 + j % 4) >> (2 * (j / 4))) & 3;
             const float dl = __fmul_rn(d, (float)((lo | hi << 4) - 32));
 #pragma unroll
@@ -262,7 +265,7 @@ __device__ __forceinline__ void dq_scale_min_k4(int j, P s, int &sc, int &m) {
  * bit p of qh[m] is the fifth bit (qk_decode_q5_K). */
 template <bool Q5>
 struct dq_qk_affine {
-    static constexpr int QK = 256, BYTES = Q5 ? 176 : 144, PE = 32, CH = 9, UNIT = 1;
+    static constexpr int QK = 256, BYTES = Q5 ? 176 : 144, PE = 32, CH = Q5 ? 11 : 9, SIDE = 0, UNIT = 1;
     template <class P>
     static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const float d = dq_half(ld16(b)), dmin = dq_half(ld16(b + 2));
@@ -285,7 +288,7 @@ typedef dq_qk_affine<true> dq_q5_K;
  * 208. qk_decode_q6_K with h = p/4, k = p%4: low nibble k/2 of
  * ql[64h + 32(k%2) + m], high bits 2k.. of qh[32h + m]; value - 32. */
 struct dq_q6_K { /* blocks in the device's 224-byte slots (gpu_layout.h) */
-    static constexpr int QK = 256, BYTES = NIB_CUDA_Q6_K_SLOT, PE = 32, CH = 13, UNIT = 1;
+    static constexpr int QK = 256, BYTES = NIB_CUDA_Q6_K_SLOT, PE = 32, CH = 13, SIDE = 2, UNIT = 1;
     template <class P>
     static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const float d = dq_half(ld16(b + 208));
@@ -330,8 +333,9 @@ struct dq_iq4_nl {
 /* IQ4_XS, 136 bytes: d, scales_h at 2, scales_l[4] at 4, qs[128] at 8;
  * iq4_xs_scale: nibble p of scales_l | bits 2p.. of scales_h << 4, minus 32. */
 struct dq_iq4_xs {
-    static constexpr int QK = 256, BYTES = 136, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int p, float (&v)[PE]) {
+    static constexpr int QK = 256, BYTES = 136, PE = 32, CH = 8, SIDE = 8, UNIT = 1; /* CH, SIDE: t32_iq4_xs */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const int lo = (int)(ldb(b + 4 + p / 2) >> (4 * (p % 2))) & 0xF;
         const int hi = (int)(ld16(b + 2) >> (2 * p)) & 3;
         const float dl = __fmul_rn(dq_half(ld16(b)), (float)((lo | hi << 4) - 32));
@@ -591,7 +595,7 @@ dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int n_pieces_row, i
             if constexpr (TILED) { /* the block in the tiled matrix's row order (a pair's rows interleave) */
                 const int64_t b = (row * rstep + roff) * (n_pieces_row / PPB) + p / PPB;
                 if constexpr (D::UNIT == 1) {
-                    D::dec(t32_ptr{W + (size_t)(b / 32) * tile_bytes, (int)(b % 32), D::CH, 0}, p % PPB, v);
+                    D::dec(t32_ptr{W + (size_t)(b / 32) * tile_bytes, (int)(b % 32), D::CH, D::SIDE, 0}, p % PPB, v);
                 } else { /* 8 file blocks a tiled block */
                     const int64_t u = b / D::UNIT;
                     D::dec(t32_lptr{W + (size_t)(u / 32) * tile_bytes, (int)(u % 32), (int)(b % D::UNIT), D::CQ, 0},
@@ -695,10 +699,10 @@ static const get_rows_row get_rows_rows[] = {
     ROW(Q5_0, "q5_0", dq_q5_0),
     ROW(Q5_1, "q5_1", dq_q5_1),
     ROW(Q8_0, "q8_0", dq_q8_0),
-    ROW(Q2_K, "q2_K", dq_q2_K),
-    ROW(Q3_K, "q3_K", dq_q3_K),
+    ROW_T32(Q2_K, "q2_K", dq_q2_K),
+    ROW_T32(Q3_K, "q3_K", dq_q3_K),
     ROW_T32(Q4_K, "q4_K", dq_q4_K),
-    ROW(Q5_K, "q5_K", dq_q5_K),
+    ROW_T32(Q5_K, "q5_K", dq_q5_K),
     ROW_T32(Q6_K, "q6_K", dq_q6_K),
     ROW(IQ2_XXS, "iq2_xxs", dq_iq2_xxs),
     ROW(IQ2_XS, "iq2_xs", dq_iq2_xs),
@@ -708,7 +712,7 @@ static const get_rows_row get_rows_rows[] = {
     ROW(IQ1_S, "iq1_s", dq_iq1_s),
     ROW(IQ1_M, "iq1_m", dq_iq1_m),
     ROW(IQ4_NL, "iq4_nl", dq_iq4_nl),
-    ROW(IQ4_XS, "iq4_xs", dq_iq4_xs),
+    ROW_T32(IQ4_XS, "iq4_xs", dq_iq4_xs),
     ROW(TQ1_0, "tq1_0", dq_tq1_0),
     ROW(TQ2_0, "tq2_0", dq_tq2_0),
     ROW(MXFP4, "mxfp4", dq_mxfp4),

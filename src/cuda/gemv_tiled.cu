@@ -38,26 +38,54 @@ struct t32_cfg;
 template <>
 struct t32_cfg<t32_q4_K> {
     static constexpr int W = T32_WARPS_Q4_K;
+    static constexpr bool KS = false; /* long rows: the item kernels' split K was ahead */
 };
 template <>
 struct t32_cfg<t32_q6_K> {
     static constexpr int W = T32_WARPS_Q6_K;
+    static constexpr bool KS = true;
 };
 template <>
 struct t32_cfg<t32_q4_0> {
     static constexpr int W = T32_WARPS_Q4_K; /* 9 chunks, as Q4_K */
+    static constexpr bool KS = false;
+};
+template <>
+struct t32_cfg<t32_q5_K> {
+    static constexpr int W = T32_WARPS_Q4_K;
+    static constexpr bool KS = true;
+};
+template <>
+struct t32_cfg<t32_q3_K> {
+    static constexpr int W = T32_WARPS_Q4_K;
+    static constexpr bool KS = true;
+};
+template <>
+struct t32_cfg<t32_q2_K> {
+    static constexpr int W = T32_WARPS_Q4_K;
+    static constexpr bool KS = true;
+};
+template <>
+struct t32_cfg<t32_iq4_xs> {
+    static constexpr int W = T32_WARPS_Q4_K;
+    static constexpr bool KS = true;
 };
 
 /* The one place that maps a format to its tiled form: fn(F{}) for F the
  * tiled format of t (t32_has(t) first). */
 static bool t32_has(nib_type t) {
-    return t == NIB_TYPE_Q4_K || t == NIB_TYPE_Q6_K || t == NIB_TYPE_Q4_0;
+    return t == NIB_TYPE_Q4_K || t == NIB_TYPE_Q6_K || t == NIB_TYPE_Q4_0 || t == NIB_TYPE_Q5_K ||
+           t == NIB_TYPE_Q3_K || t == NIB_TYPE_Q2_K || t == NIB_TYPE_IQ4_XS;
 }
 template <class Fn>
 static decltype(auto) t32_dispatch(nib_type t, Fn &&fn) {
     switch (t) {
     case NIB_TYPE_Q4_K: return fn(t32_q4_K{});
     case NIB_TYPE_Q6_K: return fn(t32_q6_K{});
+    case NIB_TYPE_Q5_K: return fn(t32_q5_K{});
+    case NIB_TYPE_Q3_K: return fn(t32_q3_K{});
+    case NIB_TYPE_Q2_K: return fn(t32_q2_K{});
+    case NIB_TYPE_IQ4_XS: return fn(t32_iq4_xs{});
     default: return fn(t32_q4_0{});
     }
 }
@@ -108,7 +136,7 @@ static bool t32_fills(const nib_cuda_weight *w, int g, bool ks, bool glu) {
 template <class F>
 __global__ void t32_tile(const uint8_t *__restrict__ src0, const uint8_t *__restrict__ src1, int n_src,
                          uint8_t *__restrict__ dst, size_t n_blocks, int nb, int stride) {
-    constexpr int CHD = F::CH + (F::HAS_D ? 1 : 0); /* the d's as one more 2-byte "chunk" */
+    constexpr int CHD = F::CH + (F::SIDE ? 1 : 0); /* the side bytes as one more "chunk" */
     const size_t n = (n_blocks + 31) / 32 * 32 * CHD;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         const size_t b = i / CHD, c = i % CHD, r = b / nb;
@@ -119,9 +147,11 @@ __global__ void t32_tile(const uint8_t *__restrict__ src0, const uint8_t *__rest
             if (b < n_blocks) v = F::chunk(blk, (int)c);
             *(uint4 *)(t + 512 * c + (b % 32) * 16) = v;
         } else {
-            unsigned short d = 0;
-            if (b < n_blocks) d = *(const unsigned short *)(blk + 16 * F::CH);
-            *(unsigned short *)(t + 512 * F::CH + (b % 32) * 2) = d;
+            const uint2 v = b < n_blocks ? F::side(blk) : make_uint2(0, 0);
+            uint8_t *o = t + 512 * F::CH + (b % 32) * F::SIDE;
+            if (F::SIDE == 2) *(unsigned short *)o = (unsigned short)v.x;
+            if (F::SIDE == 4) *(uint32_t *)o = v.x;
+            if (F::SIDE == 8) *(uint2 *)o = v;
         }
     }
 }
@@ -129,13 +159,13 @@ __global__ void t32_tile(const uint8_t *__restrict__ src0, const uint8_t *__rest
 /* Which layout a matrix takes (t32_g, t32_ks), or false: the file's. */
 static bool t32_shape(const nib_cuda_weight *w, bool pair, int *g, bool *ks) {
     if (getenv("NIB_CUDA_TILED") && getenv("NIB_CUDA_TILED")[0] == '0') return false;
-    const bool q6 = w->type == NIB_TYPE_Q6_K;
+    const bool split = t32_dispatch(w->type, [](auto f) { return t32_cfg<decltype(f)>::KS; });
     if (!t32_has(w->type) || w->n_in % 2048 != 0 || w->n_in > 30720) return false; /* G <= 4; activation fits 48 KB */
     const int nb = (int)(w->n_in / 256);
     *g = t32_group_rows(nb);
     const int t = *g * nb / 32;
     const bool long_rows = w->n_in >= 3 * w->n_out && w->n_in >= 4096; /* gemv.cu plan_q8's split-K rule */
-    *ks = !pair && long_rows && q6 && *g == 4 && t == T32_KS_TILES;
+    *ks = !pair && long_rows && split && *g == 4 && t == T32_KS_TILES;
     if (pair) {
         if (*g == 1) *g = 2; /* whole (gate, up) pairs a group */
         return true;

@@ -40,14 +40,49 @@ __device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
     return d;
 }
 
-/* A lane's block in registers: CH 16-byte chunks, and (Q6_K) its fp16 d,
- * which the tile keeps apart (32 of them after the chunks) so that the
- * 210-byte block is 13 whole chunks and moves no padding. */
-template <int CH>
+/* A lane's block in registers: CH 16-byte chunks, then the block's last
+ * SIDE bytes (0, 2, 4 or 8), which the tile keeps apart, 32 of them after
+ * the chunks, so that a block of 16 CH + SIDE bytes moves no padding (Q6_K's
+ * 210 = 13 chunks and its d; Q2_K's 84 = 5 chunks and d, dmin). A block of
+ * the tiled layout is the device block's bytes in order, zero-padded to
+ * that size (Q3_K's 110 to 7 chunks), so the prompt decoder reads it through
+ * t32_ptr (dequant.cu) with the format's own decoder. */
+template <int CH, int SIDE>
 struct t32_w {
     uint4 c[CH];
-    uint32_t d;
+    uint32_t s[SIDE > 4 ? 2 : 1];
 };
+/* 32-bit word i of a lane's block (i a compile-time constant after unrolling) */
+template <int CH, int SIDE>
+__device__ __forceinline__ uint32_t t32_word(const t32_w<CH, SIDE> &w, int i) {
+    if (i >= 4 * CH) return w.s[i - 4 * CH];
+    const uint4 &c = w.c[i >> 2];
+    return (i & 3) == 0 ? c.x : (i & 3) == 1 ? c.y : (i & 3) == 2 ? c.z : c.w;
+}
+/* chunk c and the side bytes of a device block of BYTES bytes at b (any
+ * alignment), zero past its end: the conversion at load (t32_tile) */
+template <int BYTES>
+__device__ __forceinline__ uint4 t32_block_chunk(const uint8_t *b, int c) {
+    uint32_t w[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        w[k] = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int o = 16 * c + 4 * k + j;
+            if (o < BYTES) w[k] |= (uint32_t)b[o] << (8 * j);
+        }
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+template <int BYTES, int CH, int SIDE>
+__device__ __forceinline__ uint2 t32_block_side(const uint8_t *b) {
+    uint32_t w[2] = {0, 0};
+#pragma unroll
+    for (int j = 0; j < SIDE; j++)
+        if (16 * CH + j < BYTES) w[j >> 2] |= (uint32_t)b[16 * CH + j] << (8 * (j & 3));
+    return make_uint2(w[0], w[1]);
+}
 
 /* The activation of one 256-element block in shared memory: 256 quants at 0,
  * 8 (d, s) pairs at 256, and for Q6_K the 16 sums of 16 quants at 320 (its
@@ -60,10 +95,11 @@ struct t32_w {
  * is dotted in place (q & 0xF0: 16 times its value, exact in int32), and the
  * 16 comes back out as an exact fp32 factor of 1/16. */
 struct t32_q4_K {
-    static constexpr int QK = 256, BYTES = 144, CH = 9, TILE = CH * 512, ACT = 336;
-    static constexpr bool HAS_D = false, SUMS16 = false;
+    static constexpr int QK = 256, BYTES = 144, CH = 9, SIDE = 0, TILE = CH * 512, ACT = 336;
+    static constexpr bool SUMS16 = false;
     static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return *(const uint4 *)(b + 16 * c); }
-    static __device__ __forceinline__ float dot(const t32_w<CH> &w, const uint8_t *act) {
+    static __device__ __forceinline__ uint2 side(const uint8_t *) { return make_uint2(0, 0); }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
         const uint32_t s0 = w.c[0].y, s1 = w.c[0].z, s2 = w.c[0].w;
         const uint32_t sc_lo = s0 & 0x3F3F3F3Fu, m_lo = s1 & 0x3F3F3F3Fu;
         const uint32_t sc_hi = (s2 & 0x0F0F0F0Fu) | ((s0 >> 2) & 0x30303030u);
@@ -100,10 +136,11 @@ struct t32_q4_K {
  * (4 bits) | (qh[32h + l] >> 2q & 3) << 4, minus 32 (as fmt_q6_K). The 32
  * comes off as 32 times the activation's sum over each 16 elements. */
 struct t32_q6_K {
-    static constexpr int QK = 256, BYTES = 210, CH = 13, TILE = CH * 512 + 64, ACT = 400;
-    static constexpr bool HAS_D = true, SUMS16 = true;
+    static constexpr int QK = 256, BYTES = 210, CH = 13, SIDE = 2, TILE = CH * 512 + 32 * SIDE, ACT = 400;
+    static constexpr bool SUMS16 = true;
     static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return *(const uint4 *)(b + 16 * c); }
-    static __device__ __forceinline__ float dot(const t32_w<CH> &w, const uint8_t *act) {
+    static __device__ __forceinline__ uint2 side(const uint8_t *b) { return t32_block_side<BYTES, CH, SIDE>(b); }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
         const uint32_t sc[4] = {w.c[12].x, w.c[12].y, w.c[12].z, w.c[12].w};
         float acc = 0.0f;
 #pragma unroll
@@ -136,7 +173,165 @@ struct t32_q6_K {
                 acc += da * (float)(sc0 * (s0 - 32 * sums[2 * q]) + sc1 * (s1 - 32 * sums[2 * q + 1]));
             }
         }
-        return h2f(w.d) * acc;
+        return h2f(w.s[0]) * acc;
+    }
+};
+
+/* The formats below keep the device block's bytes as they are (chunk: bytes
+ * 16c.. of it) and read them as 32-bit words (t32_word: word i is bytes
+ * 4i..4i+3 of the block, the side bytes after the chunks included). */
+
+/* Q5_K, 176 bytes = 11 chunks: Q4_K's header (words 0-3), qh[32] (words
+ * 4-11), qs[128] (words 12-43). Element 64c + m (m < 32) is the low nibble of
+ * qs[32c + m] with bit 2c of qh[m] as its fifth bit; 64c + 32 + m the high
+ * nibble with bit 2c + 1 (as fmt_q5_K). */
+struct t32_q5_K {
+    static constexpr int QK = 256, BYTES = 176, CH = 11, SIDE = 0, TILE = CH * 512, ACT = 336;
+    static constexpr bool SUMS16 = false;
+    static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return *(const uint4 *)(b + 16 * c); }
+    static __device__ __forceinline__ uint2 side(const uint8_t *) { return make_uint2(0, 0); }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        const uint32_t s0 = w.c[0].y, s1 = w.c[0].z, s2 = w.c[0].w;
+        const uint32_t sc_lo = s0 & 0x3F3F3F3Fu, m_lo = s1 & 0x3F3F3F3Fu;
+        const uint32_t sc_hi = (s2 & 0x0F0F0F0Fu) | ((s0 >> 2) & 0x30303030u);
+        const uint32_t m_hi = ((s2 >> 4) & 0x0F0F0F0Fu) | ((s1 >> 2) & 0x30303030u);
+        float fs = 0.0f, fm = 0.0f;
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            const int4 a0 = *(const int4 *)(act + 64 * c), a1 = *(const int4 *)(act + 64 * c + 16);
+            const int4 a2 = *(const int4 *)(act + 64 * c + 32), a3 = *(const int4 *)(act + 64 * c + 48);
+            const int al[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            const int ah[8] = {a2.x, a2.y, a2.z, a2.w, a3.x, a3.y, a3.z, a3.w};
+            int lo = 0, hi = 0;
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const uint32_t q = t32_word(w, 12 + 8 * c + k), h = t32_word(w, 4 + k);
+                lo = dp4a_us((q & 0x0F0F0F0Fu) | (((h >> (2 * c)) & 0x01010101u) << 4), al[k], lo);
+                hi = dp4a_us(((q >> 4) & 0x0F0F0F0Fu) | (((h >> (2 * c + 1)) & 0x01010101u) << 4), ah[k], hi);
+            }
+            const float4 dd = *(const float4 *)(act + 256 + 16 * c);
+            const uint32_t scw = c < 2 ? sc_lo : sc_hi, mw = c < 2 ? m_lo : m_hi;
+            const int sh = 16 * (c & 1);
+            const int sc0 = (scw >> sh) & 0xFF, sc1 = (scw >> (sh + 8)) & 0xFF;
+            const int m0 = (mw >> sh) & 0xFF, m1 = (mw >> (sh + 8)) & 0xFF;
+            fs += (float)(sc0 * lo) * dd.x + (float)(sc1 * hi) * dd.z;
+            fm += (float)m0 * dd.y + (float)m1 * dd.w;
+        }
+        return h2f(w.c[0].x) * fs - h2f(w.c[0].x >> 16) * fm;
+    }
+};
+
+/* Q3_K, 110 bytes padded to 7 chunks: hmask[32] (words 0-7), qs[64] (words
+ * 8-23), scales[12] (words 24-26), d (word 27). Element 128hh + 32k + l is
+ * (qs[32hh + l] >> 2k & 3) - 4 (1 - (hmask[l] >> (4hh + k) & 1)); scales as
+ * fmt_q3_K, whose arithmetic this is over the whole block. */
+struct t32_q3_K {
+    static constexpr int QK = 256, BYTES = 110, CH = 7, SIDE = 0, TILE = CH * 512, ACT = 336;
+    static constexpr bool SUMS16 = false;
+    static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return t32_block_chunk<BYTES>(b, c); }
+    static __device__ __forceinline__ uint2 side(const uint8_t *) { return make_uint2(0, 0); }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        const uint32_t s[3] = {t32_word(w, 24), t32_word(w, 25), t32_word(w, 26)};
+        float acc = 0.0f;
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            const uint32_t hi = s[2] >> (4 * hh);
+            uint32_t sc[2];
+            sc[0] = sub_bytes7(((s[0] >> (4 * hh)) & 0x0F0F0F0Fu) | ((hi & 0x03030303u) << 4), 0x20202020u);
+            sc[1] = sub_bytes7(((s[1] >> (4 * hh)) & 0x0F0F0F0Fu) | (((hi >> 2) & 0x03030303u) << 4), 0x20202020u);
+            uint32_t hm[8];
+#pragma unroll
+            for (int i = 0; i < 8; i++) hm[i] = ~t32_word(w, i) >> (4 * hh); /* bit k: 1 where the high bit is 0 */
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const uint8_t *ap = act + 128 * hh + 32 * k;
+                const int4 a0 = *(const int4 *)ap, a1 = *(const int4 *)(ap + 16);
+                const int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+                int s0 = 0, s1 = 0;
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    const uint32_t lo = ((t32_word(w, 8 + 8 * hh + i) >> (2 * k)) & 0x03030303u) | 0x80808080u;
+                    const uint32_t v = (lo - (((hm[i] >> k) & 0x01010101u) << 2)) ^ 0x80808080u;
+                    if (i < 4) s0 = __dp4a((int)v, a[i], s0);
+                    else s1 = __dp4a((int)v, a[i], s1);
+                }
+                const uint32_t sw = sc[k >> 1] >> (16 * (k & 1));
+                const float da = *(const float *)(act + 256 + 8 * (4 * hh + k));
+                acc += da * (float)((int)(int8_t)sw * s0 + (int)(int8_t)(sw >> 8) * s1);
+            }
+        }
+        return h2f(t32_word(w, 27)) * acc;
+    }
+};
+
+/* Q2_K, 84 bytes = 5 chunks and 4 side bytes: scales[16] (words 0-3: low
+ * nibble scale, high nibble minimum, a 16 elements), qs[64] (words 4-19), d
+ * and dmin (the side). Element 128hh + 32k + l is (qs[32hh + l] >> 2k) & 3;
+ * x = d sc q - dmin m, the minimum's sum of 16 activations from the copy in
+ * shared memory (SUMS16). */
+struct t32_q2_K {
+    static constexpr int QK = 256, BYTES = 84, CH = 5, SIDE = 4, TILE = CH * 512 + 32 * SIDE, ACT = 400;
+    static constexpr bool SUMS16 = true;
+    static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return t32_block_chunk<BYTES>(b, c); }
+    static __device__ __forceinline__ uint2 side(const uint8_t *b) { return t32_block_side<BYTES, CH, SIDE>(b); }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        float acc_d = 0.0f, acc_m = 0.0f;
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            const int4 s16 = *(const int4 *)(act + 320 + 32 * hh), s16b = *(const int4 *)(act + 336 + 32 * hh);
+            const int sums[8] = {s16.x, s16.y, s16.z, s16.w, s16b.x, s16b.y, s16b.z, s16b.w};
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const uint8_t *ap = act + 128 * hh + 32 * k;
+                const int4 a0 = *(const int4 *)ap, a1 = *(const int4 *)(ap + 16);
+                const int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+                int s0 = 0, s1 = 0;
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    const int v = (int)((t32_word(w, 4 + 8 * hh + i) >> (2 * k)) & 0x03030303u);
+                    if (i < 4) s0 = __dp4a(v, a[i], s0);
+                    else s1 = __dp4a(v, a[i], s1);
+                }
+                const int j = 8 * hh + 2 * k; /* the 16-element sub-blocks j, j + 1 */
+                const uint32_t sw = t32_word(w, j >> 2) >> (8 * (j & 3));
+                const int b0 = (int)(sw & 0xFFu), b1 = (int)((sw >> 8) & 0xFFu);
+                const float da = *(const float *)(act + 256 + 8 * (4 * hh + k));
+                acc_d += da * (float)((b0 & 0xF) * s0 + (b1 & 0xF) * s1);
+                acc_m += da * (float)((b0 >> 4) * sums[2 * k] + (b1 >> 4) * sums[2 * k + 1]);
+            }
+        }
+        const uint32_t dd = t32_word(w, 20);
+        return h2f(dd) * acc_d - h2f(dd >> 16) * acc_m;
+    }
+};
+
+/* IQ4_XS, 136 bytes = 8 chunks and 8 side bytes: d and scales_h (word 0),
+ * scales_l (word 1), qs[128] (words 2-33: 16 bytes a 32 elements, IQ4_NL's
+ * order); as fmt_iq4_xs over the whole block. */
+struct t32_iq4_xs {
+    static constexpr int QK = 256, BYTES = 136, CH = 8, SIDE = 8, TILE = CH * 512 + 32 * SIDE, ACT = 336;
+    static constexpr bool SUMS16 = false;
+    static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return t32_block_chunk<BYTES>(b, c); }
+    static __device__ __forceinline__ uint2 side(const uint8_t *b) { return t32_block_side<BYTES, CH, SIDE>(b); }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        const uint32_t h0 = t32_word(w, 0), h1 = t32_word(w, 1);
+        float acc = 0.0f;
+#pragma unroll
+        for (int ib = 0; ib < 8; ib++) {
+            const uint8_t *ap = act + 32 * ib;
+            const int4 a0 = *(const int4 *)ap, a1 = *(const int4 *)(ap + 16);
+            const int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            int sumi = 0;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const int2 v = lut16(t32_word(w, 2 + 4 * ib + k), IQ4NL_T);
+                sumi = __dp4a(v.x, a[k], sumi);
+                sumi = __dp4a(v.y, a[k + 4], sumi);
+            }
+            const int ls = ((int)((h1 >> (4 * ib)) & 15u) | (int)(((h0 >> 16) >> (2 * ib)) & 3u) << 4) - 32;
+            acc += *(const float *)(act + 256 + 8 * ib) * (float)(ls * sumi);
+        }
+        return h2f(h0) * acc;
     }
 };
 
@@ -168,10 +363,11 @@ __device__ __forceinline__ float t32_d8(const uint4 &dw, int j) { /* fp16 d of b
 
 /* Q4_0, x = d (q - 8): as fmt_q4_0, the - 8 folded in with the activation's s */
 struct t32_q4_0 {
-    static constexpr int QK = 256, BYTES = 144, CH = 9, TILE = CH * 512, ACT = 336;
-    static constexpr bool HAS_D = false, SUMS16 = false;
+    static constexpr int QK = 256, BYTES = 144, CH = 9, SIDE = 0, TILE = CH * 512, ACT = 336;
+    static constexpr bool SUMS16 = false;
     static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return t32_legacy_chunk<18, 1>(b, c); }
-    static __device__ __forceinline__ float dot(const t32_w<CH> &w, const uint8_t *act) {
+    static __device__ __forceinline__ uint2 side(const uint8_t *) { return make_uint2(0, 0); }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
         float acc = 0.0f;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
@@ -201,11 +397,16 @@ static inline int t32_group_rows(int nb) {
 
 /* lane's block of tile t */
 template <class F>
-__device__ __forceinline__ void t32_load(const uint8_t *__restrict__ Wt, size_t t, int lane, t32_w<F::CH> &w) {
+__device__ __forceinline__ void t32_load(const uint8_t *__restrict__ Wt, size_t t, int lane, t32_w<F::CH, F::SIDE> &w) {
     const uint8_t *p = Wt + t * F::TILE;
 #pragma unroll
     for (int c = 0; c < F::CH; c++) w.c[c] = __ldg((const uint4 *)(p + 512 * c) + lane);
-    if (F::HAS_D) w.d = __ldg((const unsigned short *)(p + F::CH * 512) + lane);
+    if (F::SIDE == 2) w.s[0] = __ldg((const unsigned short *)(p + F::CH * 512) + lane);
+    if (F::SIDE == 4) w.s[0] = __ldg((const uint32_t *)(p + F::CH * 512) + lane);
+    if (F::SIDE == 8) {
+        const uint2 v = __ldg((const uint2 *)(p + F::CH * 512) + lane);
+        w.s[0] = v.x, w.s[F::SIDE > 4 ? 1 : 0] = v.y;
+    }
 }
 
 /* The call's activation into shared memory (every thread of the block): 20
@@ -270,11 +471,11 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
     const int gw = blockIdx.x * WARPS + (threadIdx.x >> 5), n_warps = gridDim.x * WARPS;
     const int count = gw < n_groups ? ((n_groups - 1 - gw) / n_warps + 1) * T : 0; /* tiles this warp takes */
     int lg = gw, lj = 0; /* the load cursor: group lg, its tile lj */
-    auto load = [&](t32_w<F::CH> &w) {
+    auto load = [&](t32_w<F::CH, F::SIDE> &w) {
         t32_load<F>(Wt, (size_t)lg * T + lj, lane, w);
         if (++lj == T) lj = 0, lg += n_warps;
     };
-    t32_w<F::CH> A, B;
+    t32_w<F::CH, F::SIDE> A, B;
     if (count > 0) load(A); /* weights depend on no kernel: before the wait */
     pdl_wait();
     const double rsp = act_rs_begin(a, lane); /* its load in flight with the fill's */
@@ -286,7 +487,7 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
 #pragma unroll
         for (int q = 0; q < G; q++) acc[q] = 0.0f;
         int cg = gw, cj = 0; /* the compute cursor */
-        auto step = [&](const t32_w<F::CH> &w) {
+        auto step = [&](const t32_w<F::CH, F::SIDE> &w) {
             int sb;
             const int r = t32_row<G>(cj, lane, nb, sb);
             const float v = F::dot(w, t32_act + sb * F::ACT);
@@ -340,14 +541,14 @@ gemv_t32_ks(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int
     const int count = (int)blockIdx.x < n_groups ? (n_groups - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
     int sb;
     const int r = t32_row<G>(warp, lane, nb, sb); /* the same tile of every group */
-    t32_w<F::CH> A, B;
+    t32_w<F::CH, F::SIDE> A, B;
     if (count > 0) t32_load<F>(Wt, (size_t)blockIdx.x * WARPS + warp, lane, A);
     pdl_wait();
     const double rsp = act_rs_begin(a, lane);
     t32_fill<F>(t32_act, a, nb);
     const float rs = act_rs_end(rsp);
     const uint8_t *xa = t32_act + sb * F::ACT;
-    auto step = [&](const t32_w<F::CH> &w, int k) {
+    auto step = [&](const t32_w<F::CH, F::SIDE> &w, int k) {
         const float v = F::dot(w, xa);
         float out[G];
 #pragma unroll

@@ -210,6 +210,51 @@ static void test_gemm_saturates(void) {
     free(dq), free(x), free(y);
 }
 
+/* The decoder of the tiled layout (gemv_tiled.cuh; the formats that have
+ * one): a matrix of a shape the layout takes (rows of 2048, enough of them
+ * to fill the device) tiled in place, then the GEMM's product against the
+ * float64 one of the reference decoder's rows, same bounds as above. */
+static void test_gemm_tiled(void) {
+    const nib_type tt[] = {NIB_TYPE_Q4_0, NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, NIB_TYPE_Q5_K,
+                           NIB_TYPE_Q3_K, NIB_TYPE_Q2_K, NIB_TYPE_IQ4_XS};
+    const int64_t n_in = 2048, n_out = 4352;
+    const int n = 37;
+    nib_error err;
+    nib_cuda_blas *B = NULL;
+    char why[160];
+    CHECK(nib_cuda_blas_new(n_in * n_out, n_in * 64, &B, why, sizeof why, &err) == NIB_OK && B, "blas: %s %s", err.msg,
+          why);
+    if (!B) return;
+    for (size_t ti = 0; ti < sizeof tt / sizeof tt[0]; ti++) {
+        const nib_type t = tt[ti];
+        float *dq = malloc(sizeof(float) * (size_t)(n_in * n_out));
+        nib_cuda_weight *w = random_matrix(t, n_in, n_out, dq);
+        float *x = malloc(sizeof(float) * (size_t)(n * n_in)), *y = malloc(sizeof(float) * (size_t)(n * n_out));
+        double *want = malloc(sizeof(double) * (size_t)(n * n_out));
+        for (int64_t i = 0; i < n * n_in; i++) x[i] = (float)rng_normal();
+        float *dx = gpu_alloc(sizeof(float) * (size_t)(n * n_in)), *dy = gpu_alloc(sizeof(float) * (size_t)(n * n_out));
+        bool tiled = false;
+        if (!w || !dx || !dy) goto next;
+        CHECK(nib_cuda_weight_tile(w, &tiled, &err) == NIB_OK && tiled, "%s %lldx%lld: not tiled (%s)", nib_type_name(t),
+              (long long)n_in, (long long)n_out, err.msg);
+        if (!tiled) goto next;
+        gpu_upload(dx, x, sizeof(float) * (size_t)(n * n_in));
+        ref_product(dq, x, n_in, n_out, n, want);
+        nib_cuda_fill_f32(dy, NAN, (size_t)(n * n_out), &err);
+        CHECK(nib_cuda_gemm(B, w, dx, n, dy, false, NULL, &err) == NIB_OK, "%s tiled gemm: %s", nib_type_name(t), err.msg);
+        gpu_download(y, dy, sizeof(float) * (size_t)(n * n_out));
+        char what[96];
+        snprintf(what, sizeof what, "%s %lldx%lld tiled, %d tokens", nib_type_name(t), (long long)n_in, (long long)n_out, n);
+        CHECK(close_enough(y, want, n * n_out, what), "%s: outputs off the float64 product", what);
+        printf("      %s: checked\n", what);
+    next:
+        nib_cuda_weight_free(w);
+        nib_cuda_free(dx), nib_cuda_free(dy);
+        free(dq), free(x), free(y), free(want);
+    }
+    nib_cuda_blas_free(B);
+}
+
 int main(void) {
     if (!gpu_test_start("cuda gemm")) return test_summary();
     rng_seed(777);
@@ -227,6 +272,7 @@ int main(void) {
     printf("prompt GEMM: %s\n", nib_cuda_blas_name());
     RUN(test_gemm_formats);
     RUN(test_gemm_glu);
+    RUN(test_gemm_tiled);
     RUN(test_gemm_too_big);
     RUN(test_gemm_saturates);
     nib_cuda_blas_free(G);
