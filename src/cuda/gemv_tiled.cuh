@@ -17,8 +17,9 @@
  * into tiles of 32; a tile is CH chunks of 512 bytes, chunk c holding bytes
  * 16c..16c+15 of the tile's 32 blocks in order. Lane l of a warp loads chunk
  * c at 16 l: one fully used 512-byte span per instruction. The last tile is
- * padded with zero blocks. A format's block must be a multiple of 16 bytes
- * on the device (Q4_K 144; Q6_K's 224-byte slots, gpu_layout.h).
+ * padded with zero blocks. A block is CH whole chunks (Q4_K 144, Q5_K 176)
+ * plus up to 8 side bytes stored after the tile's chunks (t32_w), or padded
+ * to whole chunks (Q3_K's 110 to 112).
  *
  * Rows. A tile's 32 blocks may belong to several rows. A warp takes G rows
  * at a time, G the smallest of 1, 2, 4, 8 with G * (blocks a row) a multiple
