@@ -51,6 +51,7 @@
 #include "cuda/gemv_kernels.cuh"
 #include "cuda/gemv_stream.cuh"
 #include "cuda/gemv_tiled.cuh"
+#include "cuda/gemv_tiled_iq.cuh"
 
 #define CK(call)                                                                                 \
     do {                                                                                         \
@@ -1204,6 +1205,10 @@ static const variant variants[] = {
     {NAME "/t32glu-w8g2", 256, BY, run_t32<F, 8, 2, 0, true, 0>}
     V_T32F("Q5_K", t32_q5_K, 176), V_T32F("Q3_K", t32_q3_K, 112), V_T32F("Q2_K", t32_q2_K, 84),
     V_T32F("IQ4_XS", t32_iq4_xs, 136),
+    /* the IQ lattices and the ternary formats (padded: IQ2_XS 80, IQ3_S 112, TQ1_0 56 bytes) */
+    V_T32F("IQ2_XXS", t32_iq2_xxs, 66), V_T32F("IQ2_XS", t32_iq2_xs, 80), V_T32F("IQ2_S", t32_iq2_s, 82),
+    V_T32F("IQ3_XXS", t32_iq3_xxs, 98), V_T32F("IQ3_S", t32_iq3_s, 112), V_T32F("IQ1_S", t32_iq1_s, 50),
+    V_T32F("IQ1_M", t32_iq1_m, 56), V_T32F("TQ2_0", t32_tq2_0, 66), V_T32F("TQ1_0", t32_tq1_0, 56),
 #undef V_T32F
 #undef V_T32
     /* v18 (argument "/fu"): the float path's steps in flight a lane (F16_U is the library's) */
@@ -1712,6 +1717,14 @@ int main(int argc, char **argv) {
             check_t32<t32_q2_K, fmt_q2_K, 7, 4, 1, false>("Q2_K/t32ks", x, xq, xds, sc, 14336, 4093, 80);
             check_t32<t32_iq4_xs, fmt_iq4_xs, 8, 2, 0, false>("IQ4_XS/t32 g2", x, xq, xds, sc, 4096, 4093, 0);
             check_t32<t32_iq4_xs, fmt_iq4_xs, 7, 4, 1, false>("IQ4_XS/t32ks", x, xq, xds, sc, 14336, 4093, 0);
+            check_t32<t32_iq2_xxs, fmt_iq2_xxs, 8, 2, 0, false>("IQ2_XXS/t32 g2", x, xq, xds, sc, 4096, 4093, 0);
+            check_t32<t32_iq2_xs, fmt_iq2_xs, 7, 4, 1, false>("IQ2_XS/t32ks", x, xq, xds, sc, 14336, 4093, 0);
+            check_t32<t32_iq2_s, fmt_iq2_s, 8, 2, 0, true>("IQ2_S/t32glu", x, xq, xds, sc, 4096, 1023, 0);
+            check_t32<t32_iq3_xxs, fmt_iq3_xxs, 8, 2, 0, false>("IQ3_XXS/t32 g2", x, xq, xds, sc, 4096, 4093, 0);
+            check_t32<t32_iq3_s, fmt_iq3_s, 7, 4, 1, false>("IQ3_S/t32ks", x, xq, xds, sc, 14336, 4093, 0);
+            check_t32<t32_iq1_s, fmt_iq1_s, 8, 2, 0, false>("IQ1_S/t32 g2", x, xq, xds, sc, 4096, 4093, 0);
+            check_t32<t32_tq2_0, fmt_tq2_0, 8, 2, 0, false>("TQ2_0/t32 g2", x, xq, xds, sc, 4096, 4093, 64);
+            check_t32<t32_tq1_0, fmt_tq1_0, 7, 4, 1, false>("TQ1_0/t32ks", x, xq, xds, sc, 14336, 4093, 52);
         }
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         const variant *var = &variants[v];

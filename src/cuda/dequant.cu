@@ -61,6 +61,7 @@ __device__ __forceinline__ uint32_t ldb(t32_ptr p) {
                                    : p.t + 512 * p.ch + p.side * p.lane + (p.off - 16 * p.ch));
 }
 __device__ __forceinline__ uint32_t ld16(t32_ptr p) { return ldb(p) | ldb(p + 1) << 8; }
+__device__ __forceinline__ uint32_t ld32(t32_ptr p) { return ld16(p) | ld16(p + 2) << 16; }
 /* A legacy format's 32-element block j of 8 in a tiled block (gemv_tiled.cuh
  * t32_q4_0): its d (file bytes 0-1) in chunk 8 CQ at 2j, its quant byte k
  * (file byte 2 + k) in chunk CQ j + k / 16 at k % 16 (CQ chunks of quants a
@@ -356,8 +357,9 @@ struct dq_iq4_xs {
  *   160 <= e < 240 qs[32 + (e - 160) % 16], trit (e - 160) / 16
  *   240 <= e       qh[(e - 240) % 4], trit (e - 240) / 4 */
 struct dq_tq1_0 {
-    static constexpr int QK = 256, BYTES = 54, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int p, float (&v)[PE]) {
+    static constexpr int QK = 256, BYTES = 54, PE = 32, CH = 3, SIDE = 8, UNIT = 1; /* CH, SIDE: its tiled form */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const float d = dq_half(ld16(b + 52));
 #pragma unroll
         for (int m = 0; m < 32; m++) {
@@ -375,8 +377,9 @@ struct dq_tq1_0 {
 /* TQ2_0, 66 bytes: qs[64] at 0, d at 64. Element 128h + 32l + m is bits 2l..
  * of qs[32h + m], minus 1. */
 struct dq_tq2_0 {
-    static constexpr int QK = 256, BYTES = 66, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int p, float (&v)[PE]) {
+    static constexpr int QK = 256, BYTES = 66, PE = 32, CH = 4, SIDE = 2, UNIT = 1; /* CH, SIDE: its tiled form */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const float d = dq_half(ld16(b + 64));
 #pragma unroll
         for (int m = 0; m < 32; m++) {
@@ -411,9 +414,10 @@ __device__ __forceinline__ float dq_db(float d, uint32_t ls, float step) {
 /* IQ2_XXS, 66 bytes: d, qs at 2: per sub-block 4 grid indices then a word of
  * 4 x 7 sign bits and the scale code in bits 28..31 (unpack_iq2_xxs). */
 struct dq_iq2_xxs {
-    static constexpr int QK = 256, BYTES = 66, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int p, float (&v)[PE]) {
-        const uint8_t *q = b + 2 + 8 * p;
+    static constexpr int QK = 256, BYTES = 66, PE = 32, CH = 4, SIDE = 2, UNIT = 1; /* CH, SIDE: its tiled form */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
+        const P q = b + 2 + 8 * p;
         const uint32_t aux = ld32(q + 4);
         const float db = dq_db(dq_half(ld16(b)), 2 * (aux >> 28) + 1, 0.125f);
 #pragma unroll
@@ -426,8 +430,9 @@ struct dq_iq2_xxs {
 /* IQ2_XS, 74 bytes: d, qs[32] u16 at 2 (9-bit index, 7 sign bits), scales[8]
  * at 66 (low nibble groups 0-1, high nibble groups 2-3). */
 struct dq_iq2_xs {
-    static constexpr int QK = 256, BYTES = 74, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int p, float (&v)[PE]) {
+    static constexpr int QK = 256, BYTES = 74, PE = 32, CH = 5, SIDE = 0, UNIT = 1; /* CH, SIDE: its tiled form */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const float d = dq_half(ld16(b));
         const uint32_t sc = ldb(b + 66 + p);
 #pragma unroll
@@ -442,8 +447,9 @@ struct dq_iq2_xs {
 /* IQ2_S, 82 bytes: d, qs[64] at 2 (32 index low bytes, then 32 sign bytes),
  * qh[8] at 66 (2 high index bits per group), scales[8] at 74. */
 struct dq_iq2_s {
-    static constexpr int QK = 256, BYTES = 82, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int p, float (&v)[PE]) {
+    static constexpr int QK = 256, BYTES = 82, PE = 32, CH = 5, SIDE = 2, UNIT = 1; /* CH, SIDE: its tiled form */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const float d = dq_half(ld16(b));
         const uint32_t qh = ldb(b + 66 + p), sc = ldb(b + 74 + p);
 #pragma unroll
@@ -459,8 +465,9 @@ struct dq_iq2_s {
  * points per group) in the first 64 bytes, then one word per sub-block laid
  * out as IQ2_XXS's second word. step 1/4. */
 struct dq_iq3_xxs {
-    static constexpr int QK = 256, BYTES = 98, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int p, float (&v)[PE]) {
+    static constexpr int QK = 256, BYTES = 98, PE = 32, CH = 6, SIDE = 2, UNIT = 1; /* CH, SIDE: its tiled form */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const uint32_t aux = ld32(b + 2 + 64 + 4 * p);
         const float db = dq_db(dq_half(ld16(b)), 2 * (aux >> 28) + 1, 0.25f);
 #pragma unroll
@@ -475,8 +482,9 @@ struct dq_iq3_xxs {
  * at 66 (bit k: 9th bit of index k), signs[32] at 74, scales[4] at 106 (a
  * nibble per sub-block). step 1. */
 struct dq_iq3_s {
-    static constexpr int QK = 256, BYTES = 110, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int p, float (&v)[PE]) {
+    static constexpr int QK = 256, BYTES = 110, PE = 32, CH = 7, SIDE = 0, UNIT = 1; /* CH, SIDE: its tiled form */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const uint32_t qh = ldb(b + 66 + p);
         const float db = dq_db(dq_half(ld16(b)), 2 * ((ldb(b + 106 + p / 2) >> (4 * (p % 2))) & 15u) + 1, 1.0f);
 #pragma unroll
@@ -502,8 +510,9 @@ __device__ __forceinline__ void dq_group_iq1(float *y, float dl, uint2 pt, bool 
 /* IQ1_S, 50 bytes: d, qs[32] at 2 (index low bytes), qh[8] u16 at 34: top 3
  * index bits per group (bits 3g..), scale code (bits 12..14), shift sign (15). */
 struct dq_iq1_s {
-    static constexpr int QK = 256, BYTES = 50, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int p, float (&v)[PE]) {
+    static constexpr int QK = 256, BYTES = 50, PE = 32, CH = 3, SIDE = 2, UNIT = 1; /* CH, SIDE: its tiled form */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         const uint32_t h = ld16(b + 34 + 2 * p);
         const float dl = __fmul_rn(dq_half(ld16(b)), (float)(2 * ((h >> 12) & 7u) + 1));
 #pragma unroll
@@ -518,8 +527,9 @@ struct dq_iq1_s {
  * four 3-bit codes of sub-blocks 2k, 2k+1 and, in bits 12..15, nibble k of
  * the fp16 d (iq1_m_scale, unpack_iq1_m). */
 struct dq_iq1_m {
-    static constexpr int QK = 256, BYTES = 56, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int p, float (&v)[PE]) {
+    static constexpr int QK = 256, BYTES = 56, PE = 32, CH = 3, SIDE = 8, UNIT = 1; /* CH, SIDE: its tiled form */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
         uint32_t dbits = 0;
 #pragma unroll
         for (int k = 0; k < 4; k++) dbits |= (ld16(b + 48 + 2 * k) >> 12) << (4 * k);
@@ -704,17 +714,17 @@ static const get_rows_row get_rows_rows[] = {
     ROW_T32(Q4_K, "q4_K", dq_q4_K),
     ROW_T32(Q5_K, "q5_K", dq_q5_K),
     ROW_T32(Q6_K, "q6_K", dq_q6_K),
-    ROW(IQ2_XXS, "iq2_xxs", dq_iq2_xxs),
-    ROW(IQ2_XS, "iq2_xs", dq_iq2_xs),
-    ROW(IQ2_S, "iq2_s", dq_iq2_s),
-    ROW(IQ3_XXS, "iq3_xxs", dq_iq3_xxs),
-    ROW(IQ3_S, "iq3_s", dq_iq3_s),
-    ROW(IQ1_S, "iq1_s", dq_iq1_s),
-    ROW(IQ1_M, "iq1_m", dq_iq1_m),
+    ROW_T32(IQ2_XXS, "iq2_xxs", dq_iq2_xxs),
+    ROW_T32(IQ2_XS, "iq2_xs", dq_iq2_xs),
+    ROW_T32(IQ2_S, "iq2_s", dq_iq2_s),
+    ROW_T32(IQ3_XXS, "iq3_xxs", dq_iq3_xxs),
+    ROW_T32(IQ3_S, "iq3_s", dq_iq3_s),
+    ROW_T32(IQ1_S, "iq1_s", dq_iq1_s),
+    ROW_T32(IQ1_M, "iq1_m", dq_iq1_m),
     ROW(IQ4_NL, "iq4_nl", dq_iq4_nl),
     ROW_T32(IQ4_XS, "iq4_xs", dq_iq4_xs),
-    ROW(TQ1_0, "tq1_0", dq_tq1_0),
-    ROW(TQ2_0, "tq2_0", dq_tq2_0),
+    ROW_T32(TQ1_0, "tq1_0", dq_tq1_0),
+    ROW_T32(TQ2_0, "tq2_0", dq_tq2_0),
     ROW(MXFP4, "mxfp4", dq_mxfp4),
 };
 

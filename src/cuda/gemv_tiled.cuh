@@ -53,12 +53,21 @@ struct t32_w {
     uint4 c[CH];
     uint32_t s[SIDE > 4 ? 2 : 1];
 };
-/* 32-bit word i of a lane's block (i a compile-time constant after unrolling) */
+/* 32-bit word i of a lane's block (i a compile-time constant after unrolling;
+ * 0 past the block) */
 template <int CH, int SIDE>
 __device__ __forceinline__ uint32_t t32_word(const t32_w<CH, SIDE> &w, int i) {
+    if (i >= 4 * CH + (SIDE + 3) / 4) return 0;
     if (i >= 4 * CH) return w.s[i - 4 * CH];
     const uint4 &c = w.c[i >> 2];
     return (i & 3) == 0 ? c.x : (i & 3) == 1 ? c.y : (i & 3) == 2 ? c.z : c.w;
+}
+/* the 4 bytes of a lane's block at byte off (any alignment; off a
+ * compile-time constant after unrolling) */
+template <int CH, int SIDE>
+__device__ __forceinline__ uint32_t t32_u32(const t32_w<CH, SIDE> &w, int off) {
+    const int i = off >> 2, sh = 8 * (off & 3);
+    return sh == 0 ? t32_word(w, i) : __funnelshift_r(t32_word(w, i), t32_word(w, i + 1), sh);
 }
 /* chunk c and the side bytes of a device block of BYTES bytes at b (any
  * alignment), zero past its end: the conversion at load (t32_tile) */
@@ -388,6 +397,18 @@ struct t32_q4_0 {
     }
 };
 
+/* A format with a codebook (the IQ lattices, gemv_tiled_iq.cuh) copies it
+ * into shared memory first: F::prepare(), every thread of the block. The
+ * codebook is no kernel's output, so this runs before pdl_wait. */
+template <class F, class = void>
+struct t32_has_book : std::false_type {};
+template <class F>
+struct t32_has_book<F, std::void_t<decltype(F::prepare())>> : std::true_type {};
+template <class F>
+__device__ __forceinline__ void t32_prepare() {
+    if constexpr (t32_has_book<F>::value) F::prepare();
+}
+
 /* rows a warp takes at a time for nb blocks a row: the smallest G of 1, 2,
  * 4, 8 with G * nb a multiple of 32; 0 when none (the item kernels serve) */
 static inline int t32_group_rows(int nb) {
@@ -478,6 +499,7 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
     };
     t32_w<F::CH, F::SIDE> A, B;
     if (count > 0) load(A); /* weights depend on no kernel: before the wait */
+    t32_prepare<F>();
     pdl_wait();
     const double rsp = act_rs_begin(a, lane); /* its load in flight with the fill's */
     t32_fill<F>(t32_act, a, nb);
@@ -544,6 +566,7 @@ gemv_t32_ks(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int
     const int r = t32_row<G>(warp, lane, nb, sb); /* the same tile of every group */
     t32_w<F::CH, F::SIDE> A, B;
     if (count > 0) t32_load<F>(Wt, (size_t)blockIdx.x * WARPS + warp, lane, A);
+    t32_prepare<F>();
     pdl_wait();
     const double rsp = act_rs_begin(a, lane);
     t32_fill<F>(t32_act, a, nb);

@@ -75,6 +75,18 @@ static const nib_synth_ftype ftypes[] = {
     {"Q6_K",   NIB_TYPE_Q6_K, 18,   true},
     {"Q3_K_M", NIB_TYPE_Q3_K, 12,   true},
     {"Q2_K",   NIB_TYPE_Q2_K, 10,   true},
+    /* the IQ and ternary types: the base format for every layer matrix and
+     * the LM head in Q6_K; llama.cpp's per-tensor rules for them (which give
+     * some attention and FFN matrices more bits) are not reproduced */
+    {"IQ4_XS", NIB_TYPE_IQ4_XS, 30,   true},
+    {"IQ3_XXS", NIB_TYPE_IQ3_XXS, 23, true},
+    {"IQ3_S",  NIB_TYPE_IQ3_S, 26,    true},
+    {"IQ2_XXS", NIB_TYPE_IQ2_XXS, 19, true},
+    {"IQ2_XS", NIB_TYPE_IQ2_XS, 20,   true},
+    {"IQ2_S",  NIB_TYPE_IQ2_S, 28,    true},
+    {"IQ1_S",  NIB_TYPE_IQ1_S, 24,    true},
+    {"TQ2_0",  NIB_TYPE_TQ2_0, 37,    true},
+    {"TQ1_0",  NIB_TYPE_TQ1_0, 36,    true},
 };
 #define N_FTYPES ((int)(sizeof ftypes / sizeof ftypes[0]))
 
@@ -124,6 +136,16 @@ static const fill_row fill_table[] = {
     {NIB_TYPE_Q4_K, offsetof(block_q4_K, d), offsetof(block_q4_K, dmin), 7.5f, false},
     {NIB_TYPE_Q5_K, offsetof(block_q5_K, d), offsetof(block_q5_K, dmin), 15.5f, false},
     {NIB_TYPE_Q6_K, offsetof(block_q6_K, d), -1, 0.0f, true},  /* x = d*sc*(q-32), sc random int8 */
+    /* the lattices' codebooks and the trits are symmetric about zero */
+    {NIB_TYPE_IQ4_XS, offsetof(block_iq4_xs, d), -1, 0.0f, true},
+    {NIB_TYPE_IQ3_XXS, offsetof(block_iq3_xxs, d), -1, 0.0f, true},
+    {NIB_TYPE_IQ3_S, offsetof(block_iq3_s, d), -1, 0.0f, true},
+    {NIB_TYPE_IQ2_XXS, offsetof(block_iq2_xxs, d), -1, 0.0f, true},
+    {NIB_TYPE_IQ2_XS, offsetof(block_iq2_xs, d), -1, 0.0f, true},
+    {NIB_TYPE_IQ2_S, offsetof(block_iq2_s, d), -1, 0.0f, true},
+    {NIB_TYPE_IQ1_S, offsetof(block_iq1_s, d), -1, 0.0f, true},
+    {NIB_TYPE_TQ2_0, offsetof(block_tq2_0, d), -1, 0.0f, true},
+    {NIB_TYPE_TQ1_0, offsetof(block_tq1_0, d), -1, 0.0f, true},
 };
 
 static const fill_row *fill_find(nib_type t) {
@@ -341,7 +363,10 @@ static nib_type pick_type(const nib_synth_ftype *ft, const nib_synth_shape *sh, 
     if (n_in % nib_type_block_elems(t) == 0) return t;
     static const struct { nib_type from, to; } fallback[] = {
         {NIB_TYPE_Q4_K, NIB_TYPE_Q5_0}, {NIB_TYPE_Q5_K, NIB_TYPE_Q5_1}, {NIB_TYPE_Q6_K, NIB_TYPE_Q8_0},
-        {NIB_TYPE_Q3_K, NIB_TYPE_IQ4_NL}, {NIB_TYPE_Q2_K, NIB_TYPE_IQ4_NL},
+        {NIB_TYPE_Q3_K, NIB_TYPE_IQ4_NL}, {NIB_TYPE_Q2_K, NIB_TYPE_IQ4_NL}, {NIB_TYPE_IQ4_XS, NIB_TYPE_IQ4_NL},
+        {NIB_TYPE_IQ3_XXS, NIB_TYPE_IQ4_NL}, {NIB_TYPE_IQ3_S, NIB_TYPE_IQ4_NL}, {NIB_TYPE_IQ2_XXS, NIB_TYPE_IQ4_NL},
+        {NIB_TYPE_IQ2_XS, NIB_TYPE_IQ4_NL}, {NIB_TYPE_IQ2_S, NIB_TYPE_IQ4_NL}, {NIB_TYPE_IQ1_S, NIB_TYPE_IQ4_NL},
+        {NIB_TYPE_TQ2_0, NIB_TYPE_IQ4_NL}, {NIB_TYPE_TQ1_0, NIB_TYPE_IQ4_NL},
     };
     for (size_t i = 0; i < sizeof fallback / sizeof fallback[0]; i++)
         if (fallback[i].from == t) {

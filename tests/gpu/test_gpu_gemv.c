@@ -174,7 +174,7 @@ static void test_gemv_format(void) {
 }
 
 /* The tiled layout (nib_cuda_weight_tile): the CPU checks above on the
- * shapes it takes (Q4_K, Q6_K, Q4_0, Q5_K, Q3_K, Q2_K, IQ4_XS; rows a multiple of 2048, and rows enough to
+ * shapes it takes (the K-quants, Q4_0, the IQ and TQ formats; rows a multiple of 2048, and rows enough to
  * fill the device), then every other
  * reader of a tiled matrix against the same matrix in the file's layout:
  * 3 prompt tokens, the gate/up GLU on 3, the fused argmax. Other summation order
@@ -259,8 +259,10 @@ done:
     free(Wg), free(Wu), free(x), free(y1), free(y2);
 }
 static void test_tiled(void) {
-    const nib_type types[] = {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, NIB_TYPE_Q4_0, NIB_TYPE_Q5_K,
-                              NIB_TYPE_Q3_K, NIB_TYPE_Q2_K, NIB_TYPE_IQ4_XS};
+    const nib_type types[] = {NIB_TYPE_Q4_K,   NIB_TYPE_Q6_K,   NIB_TYPE_Q4_0,   NIB_TYPE_Q5_K,  NIB_TYPE_Q3_K,
+                              NIB_TYPE_Q2_K,   NIB_TYPE_IQ4_XS, NIB_TYPE_IQ2_XXS, NIB_TYPE_IQ2_XS, NIB_TYPE_IQ2_S,
+                              NIB_TYPE_IQ3_XXS, NIB_TYPE_IQ3_S, NIB_TYPE_IQ1_S,  NIB_TYPE_IQ1_M,  NIB_TYPE_TQ2_0,
+                              NIB_TYPE_TQ1_0};
     rng_seed(77);
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         for (size_t j = 0; j < sizeof shapes / sizeof shapes[0]; j++)

@@ -1,0 +1,116 @@
+/* The tiled layout's per-format host side, as a table row (t32_ops) that
+ * gemv_tiled.cu looks up by format: the launch plan, the conversion kernel,
+ * the launch. The rows are defined in gemv_tiled_kq.cu and gemv_tiled_iq.cu
+ * (T32_OPS), so the formats' kernel instances compile in parallel. */
+#ifndef NIB_CUDA_GEMV_TILED_OPS_CUH
+#define NIB_CUDA_GEMV_TILED_OPS_CUH
+
+#include "cuda/cuda_internal.h"
+#include "cuda/gemv_tiled.cuh"
+
+#define T32_KS_TILES 7 /* the split kernel's warps: one a tile of a 4-row group of 14336-wide rows */
+
+struct t32_ops {
+    nib_type type;
+    int tile;      /* bytes a tile of 32 blocks */
+    bool ks;       /* long rows in 7-tile groups take the split kernel (else the item kernels keep them) */
+    /* w->t32_grid for rows of g-row groups (ks: the split kernel; glu: a gate/up pair) */
+    bool (*plan)(nib_cuda_weight *w, int g, bool ks, bool glu, nib_error *err);
+    /* the conversion kernel (t32_tile) on grid blocks */
+    void (*tile_matrix)(const uint8_t *src0, const uint8_t *src1, int n_src, uint8_t *dst, size_t n_blocks, int nb,
+                        int stride, unsigned grid);
+    /* one token's launch */
+    cudaError_t (*launch)(const nib_cuda_weight *w, const act_q8 &a, float *y, int add, int act,
+                          unsigned long long *best, cudaStream_t st);
+};
+
+/* Blocks an SM holds of kernel K with smem bytes of dynamic shared memory */
+template <class K>
+static bool t32_per_sm(K kernel, int threads, int smem, int *per_sm, nib_error *err) {
+    return CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, kernel, threads, smem), "t32 grid", err);
+}
+
+template <class F, int W>
+static bool t32_plan(nib_cuda_weight *w, int g, bool ks, bool glu, nib_error *err) {
+    const int nb = (int)(w->n_in / F::QK), smem = nb * F::ACT, rows = (int)w->n_out * (glu ? 2 : 1);
+    const int n_groups = CEIL_DIV(rows, g);
+    int a = 0;
+    bool ok;
+    if (ks) ok = t32_per_sm(gemv_t32_ks<F, T32_KS_TILES, 4>, 32 * T32_KS_TILES, smem, &a, err);
+    else if (glu) ok = g == 2 ? t32_per_sm(gemv_t32<F, W, 2, true>, 32 * W, smem, &a, err)
+                              : t32_per_sm(gemv_t32<F, W, 4, true>, 32 * W, smem, &a, err);
+    else ok = g == 1   ? t32_per_sm(gemv_t32<F, W, 1, false>, 32 * W, smem, &a, err)
+              : g == 2 ? t32_per_sm(gemv_t32<F, W, 2, false>, 32 * W, smem, &a, err)
+                       : t32_per_sm(gemv_t32<F, W, 4, false>, 32 * W, smem, &a, err);
+    if (!ok) return false;
+    const int need = ks ? n_groups : CEIL_DIV(n_groups, W), most = w->sms * (a > 0 ? a : 1);
+    w->t32_grid = need < most ? need : most;
+    return true;
+}
+
+/* the blocks of the matrices src[0..n_src) (stride bytes a device block, nb a
+ * row) in interleaved row order (row r of the result is row r / n_src of
+ * src[r % n_src]; one matrix: its own order) into tiles */
+template <class F>
+__global__ void t32_tile(const uint8_t *__restrict__ src0, const uint8_t *__restrict__ src1, int n_src,
+                         uint8_t *__restrict__ dst, size_t n_blocks, int nb, int stride) {
+    constexpr int CHD = F::CH + (F::SIDE ? 1 : 0); /* the side bytes as one more "chunk" */
+    const size_t n = (n_blocks + 31) / 32 * 32 * CHD;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const size_t b = i / CHD, c = i % CHD, r = b / nb;
+        const uint8_t *blk = (r % n_src ? src1 : src0) + ((r / n_src) * nb + b % nb) * stride;
+        uint8_t *t = dst + (b / 32) * F::TILE;
+        if ((int)c < F::CH) {
+            uint4 v = make_uint4(0, 0, 0, 0);
+            if (b < n_blocks) v = F::chunk(blk, (int)c);
+            *(uint4 *)(t + 512 * c + (b % 32) * 16) = v;
+        } else {
+            const uint2 v = b < n_blocks ? F::side(blk) : make_uint2(0, 0);
+            uint8_t *o = t + 512 * F::CH + (b % 32) * F::SIDE;
+            if (F::SIDE == 2) *(unsigned short *)o = (unsigned short)v.x;
+            if (F::SIDE == 4) *(uint32_t *)o = v.x;
+            if (F::SIDE == 8) *(uint2 *)o = v;
+        }
+    }
+}
+template <class F>
+static void t32_tile_launch(const uint8_t *src0, const uint8_t *src1, int n_src, uint8_t *dst, size_t n_blocks, int nb,
+                            int stride, unsigned grid) {
+    t32_tile<F><<<grid, 256>>>(src0, src1, n_src, dst, n_blocks, nb, stride);
+}
+
+template <class F, int W>
+static cudaError_t t32_launch(const nib_cuda_weight *w, const act_q8 &a, float *y, int add, int act,
+                              unsigned long long *best, cudaStream_t st) {
+    const int smem = (int)(w->n_in / F::QK) * F::ACT, n_in = (int)w->n_in;
+    if (w->t32_ks) {
+        if (best) return cudaErrorInvalidValue; /* not reached: split rows are not LM heads */
+        return pdl_launch(gemv_t32_ks<F, T32_KS_TILES, 4>, dim3(w->t32_grid), dim3(32 * T32_KS_TILES), smem, st, w->dev,
+                          a, y, n_in, (int)w->n_out, add);
+    }
+    const dim3 grid(w->t32_grid), block(32 * W);
+    if (w->t32_pair) { /* the pair's 2 n_out interleaved rows */
+        const int rows = 2 * (int)w->n_out;
+        if (w->t32_g == 2)
+            return pdl_launch(gemv_t32<F, W, 2, true>, grid, block, smem, st, w->dev, a, y, n_in, rows, 0, act,
+                              (unsigned long long *)NULL);
+        if (w->t32_g == 4)
+            return pdl_launch(gemv_t32<F, W, 4, true>, grid, block, smem, st, w->dev, a, y, n_in, rows, 0, act,
+                              (unsigned long long *)NULL);
+        return cudaErrorInvalidValue;
+    }
+    const int n_out = (int)w->n_out;
+    if (w->t32_g == 1)
+        return pdl_launch(gemv_t32<F, W, 1, false>, grid, block, smem, st, w->dev, a, y, n_in, n_out, add, act, best);
+    if (w->t32_g == 2)
+        return pdl_launch(gemv_t32<F, W, 2, false>, grid, block, smem, st, w->dev, a, y, n_in, n_out, add, act, best);
+    if (w->t32_g == 4)
+        return pdl_launch(gemv_t32<F, W, 4, false>, grid, block, smem, st, w->dev, a, y, n_in, n_out, add, act, best);
+    return cudaErrorInvalidValue;
+}
+
+/* the table row NAME of format TYPE, tiled form F on blocks of W warps */
+#define T32_OPS(NAME, TYPE, F, W, KS) \
+    extern const t32_ops NAME = {TYPE, F::TILE, KS, t32_plan<F, W>, t32_tile_launch<F>, t32_launch<F, W>};
+
+#endif
