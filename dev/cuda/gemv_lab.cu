@@ -52,6 +52,7 @@
 #include "cuda/gemv_stream.cuh"
 #include "cuda/gemv_tiled.cuh"
 #include "cuda/gemv_tiled_iq.cuh"
+#include "cuda/gemv_tiled_legacy.cuh"
 
 #define CK(call)                                                                                 \
     do {                                                                                         \
@@ -1209,6 +1210,9 @@ static const variant variants[] = {
     V_T32F("IQ2_XXS", t32_iq2_xxs, 66), V_T32F("IQ2_XS", t32_iq2_xs, 80), V_T32F("IQ2_S", t32_iq2_s, 82),
     V_T32F("IQ3_XXS", t32_iq3_xxs, 98), V_T32F("IQ3_S", t32_iq3_s, 112), V_T32F("IQ1_S", t32_iq1_s, 50),
     V_T32F("IQ1_M", t32_iq1_m, 56), V_T32F("TQ2_0", t32_tq2_0, 66), V_T32F("TQ1_0", t32_tq1_0, 56),
+    /* the legacy formats in Q4_0's unit of 8 blocks (bytes: the unit of 256 elements) */
+    V_T32F("Q4_1", t32_q4_1, 160), V_T32F("Q5_0", t32_q5_0, 176), V_T32F("Q5_1", t32_q5_1, 192),
+    V_T32F("IQ4_NL", t32_iq4_nl, 144),
 #undef V_T32F
 #undef V_T32
     /* v18 (argument "/fu"): the float path's steps in flight a lane (F16_U is the library's) */

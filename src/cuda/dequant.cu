@@ -63,19 +63,23 @@ __device__ __forceinline__ uint32_t ldb(t32_ptr p) {
 __device__ __forceinline__ uint32_t ld16(t32_ptr p) { return ldb(p) | ldb(p + 1) << 8; }
 __device__ __forceinline__ uint32_t ld32(t32_ptr p) { return ld16(p) | ld16(p + 2) << 16; }
 /* A legacy format's 32-element block j of 8 in a tiled block (gemv_tiled.cuh
- * t32_q4_0): its d (file bytes 0-1) in chunk 8 CQ at 2j, its quant byte k
- * (file byte 2 + k) in chunk CQ j + k / 16 at k % 16 (CQ chunks of quants a
- * block: 1 for Q4_0). */
+ * t32_legacy_chunk): its header (file bytes 0..h-1: d; d, m; d, qh...) at
+ * byte h j of the header chunks, which follow the 8 CQ chunks of quants; its
+ * quant byte k (file byte h + k) in chunk CQ j + k / 16 at k % 16 (CQ chunks
+ * of quants a block: 1 but for Q8_0). */
 struct t32_lptr {
     const uint8_t *t;
-    int lane, j, cq, off;
-    __device__ t32_lptr operator+(int k) const { return {t, lane, j, cq, off + k}; }
+    int lane, j, cq, h, off;
+    __device__ t32_lptr operator+(int k) const { return {t, lane, j, cq, h, off + k}; }
 };
 __device__ __forceinline__ uint32_t ldb(t32_lptr p) {
-    const int c = p.off < 2 ? 8 * p.cq : p.cq * p.j + (p.off - 2) / 16, o = p.off < 2 ? 2 * p.j + p.off : (p.off - 2) % 16;
+    const int pos = p.h * p.j + p.off; /* in the headers */
+    const int c = p.off < p.h ? 8 * p.cq + pos / 16 : p.cq * p.j + (p.off - p.h) / 16;
+    const int o = p.off < p.h ? pos % 16 : (p.off - p.h) % 16;
     return __ldg(p.t + 512 * c + 16 * p.lane + o);
 }
 __device__ __forceinline__ uint32_t ld16(t32_lptr p) { return ldb(p) | ldb(p + 1) << 8; }
+__device__ __forceinline__ uint32_t ld32(t32_lptr p) { return ld16(p) | ld16(p + 2) << 16; }
 
 /* core/fp16.h nib_fp16_to_f32, bit for bit (subnormals are man * 2^-24, exact). */
 __device__ __forceinline__ float dq_half(uint32_t h) {
@@ -131,8 +135,9 @@ struct dq_q4_0 {
     }
 };
 struct dq_q4_1 {
-    static constexpr int QK = 32, BYTES = 20, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int, float (&v)[PE]) {
+    static constexpr int QK = 32, BYTES = 20, PE = 32, UNIT = 8, CQ = 1; /* its tiled form: t32_lptr */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int, float (&v)[PE]) {
         const float d = dq_half(ld16(b)), m = dq_half(ld16(b + 2));
 #pragma unroll
         for (int j = 0; j < 16; j++) {
@@ -144,8 +149,9 @@ struct dq_q4_1 {
 };
 /* qh: bit j is bit 4 of element j */
 struct dq_q5_0 {
-    static constexpr int QK = 32, BYTES = 22, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int, float (&v)[PE]) {
+    static constexpr int QK = 32, BYTES = 22, PE = 32, UNIT = 8, CQ = 1; /* its tiled form: t32_lptr */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int, float (&v)[PE]) {
         const float d = dq_half(ld16(b));
         const uint32_t h = ld32(b + 2);
 #pragma unroll
@@ -157,8 +163,9 @@ struct dq_q5_0 {
     }
 };
 struct dq_q5_1 {
-    static constexpr int QK = 32, BYTES = 24, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int, float (&v)[PE]) {
+    static constexpr int QK = 32, BYTES = 24, PE = 32, UNIT = 8, CQ = 1; /* its tiled form: t32_lptr */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int, float (&v)[PE]) {
         const float d = dq_half(ld16(b)), m = dq_half(ld16(b + 2));
         const uint32_t h = ld32(b + 4);
 #pragma unroll
@@ -320,8 +327,9 @@ __device__ __forceinline__ int iq4_value(int q) {
     return (int)(int8_t)(w >> (8 * (q & 3)));
 }
 struct dq_iq4_nl {
-    static constexpr int QK = 32, BYTES = 18, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int, float (&v)[PE]) {
+    static constexpr int QK = 32, BYTES = 18, PE = 32, UNIT = 8, CQ = 1; /* its tiled form: t32_lptr */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int, float (&v)[PE]) {
         const float d = dq_half(ld16(b));
 #pragma unroll
         for (int j = 0; j < 16; j++) {
@@ -608,7 +616,8 @@ dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int n_pieces_row, i
                     D::dec(t32_ptr{W + (size_t)(b / 32) * tile_bytes, (int)(b % 32), D::CH, D::SIDE, 0}, p % PPB, v);
                 } else { /* 8 file blocks a tiled block */
                     const int64_t u = b / D::UNIT;
-                    D::dec(t32_lptr{W + (size_t)(u / 32) * tile_bytes, (int)(u % 32), (int)(b % D::UNIT), D::CQ, 0},
+                    D::dec(t32_lptr{W + (size_t)(u / 32) * tile_bytes, (int)(u % 32), (int)(b % D::UNIT), D::CQ,
+                                    D::BYTES - 16 * D::CQ, 0},
                            p % PPB, v);
                 }
             } else {
@@ -705,9 +714,9 @@ static const get_rows_row get_rows_rows[] = {
     ROW(F16, "f16", dq_f16),
     ROW(BF16, "bf16", dq_bf16),
     ROW_T32(Q4_0, "q4_0", dq_q4_0),
-    ROW(Q4_1, "q4_1", dq_q4_1),
-    ROW(Q5_0, "q5_0", dq_q5_0),
-    ROW(Q5_1, "q5_1", dq_q5_1),
+    ROW_T32(Q4_1, "q4_1", dq_q4_1),
+    ROW_T32(Q5_0, "q5_0", dq_q5_0),
+    ROW_T32(Q5_1, "q5_1", dq_q5_1),
     ROW(Q8_0, "q8_0", dq_q8_0),
     ROW_T32(Q2_K, "q2_K", dq_q2_K),
     ROW_T32(Q3_K, "q3_K", dq_q3_K),
@@ -721,7 +730,7 @@ static const get_rows_row get_rows_rows[] = {
     ROW_T32(IQ3_S, "iq3_s", dq_iq3_s),
     ROW_T32(IQ1_S, "iq1_s", dq_iq1_s),
     ROW_T32(IQ1_M, "iq1_m", dq_iq1_m),
-    ROW(IQ4_NL, "iq4_nl", dq_iq4_nl),
+    ROW_T32(IQ4_NL, "iq4_nl", dq_iq4_nl),
     ROW_T32(IQ4_XS, "iq4_xs", dq_iq4_xs),
     ROW_T32(TQ1_0, "tq1_0", dq_tq1_0),
     ROW_T32(TQ2_0, "tq2_0", dq_tq2_0),

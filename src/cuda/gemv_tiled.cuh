@@ -347,10 +347,12 @@ struct t32_iq4_xs {
 
 /* A legacy format's 32-element blocks, 8 to a tiled "block" of 256
  * elements: their quants as whole chunks (Q4_0: one a block; CQ a block in
- * general), then the 8 fp16 d's as one more chunk, so 8 Q4_0 blocks of 18
- * bytes are 9 chunks with no padding. chunk(): chunk c of the 8 file blocks
- * at b (any alignment), for the conversion at load. (Q8_0 in this form, 17
- * chunks, lost: bench/gpu-decode-notes.md v57.) */
+ * general), then the 8 blocks' headers (the FB - 16 CQ bytes before the
+ * quants: d; d, m; d, qh...) one after the other as more chunks, so 8 Q4_0
+ * blocks of 18 bytes are 9 chunks with no padding (Q4_1 10, Q5_0 11, Q5_1
+ * 12). chunk(): chunk c of the 8 file blocks at b (any alignment), for the
+ * conversion at load. (Q8_0 in this form, 17 chunks, lost:
+ * bench/gpu-decode-notes.md v57.) */
 __device__ __forceinline__ uint4 t32_bytes16(const uint8_t *p) {
     uint32_t w[4];
 #pragma unroll
@@ -359,11 +361,14 @@ __device__ __forceinline__ uint4 t32_bytes16(const uint8_t *p) {
 }
 template <int FB, int CQ>
 __device__ __forceinline__ uint4 t32_legacy_chunk(const uint8_t *b, int c) {
-    if (c < 8 * CQ) return t32_bytes16(b + FB * (c / CQ) + 2 + 16 * (c % CQ));
-    uint32_t w[4];
+    constexpr int H = FB - 16 * CQ; /* header bytes a block */
+    if (c < 8 * CQ) return t32_bytes16(b + FB * (c / CQ) + H + 16 * (c % CQ));
+    uint32_t w[4] = {0, 0, 0, 0};
 #pragma unroll
-    for (int k = 0; k < 4; k++)
-        w[k] = b[FB * 2 * k] | b[FB * 2 * k + 1] << 8 | b[FB * (2 * k + 1)] << 16 | (uint32_t)b[FB * (2 * k + 1) + 1] << 24;
+    for (int k = 0; k < 16; k++) {
+        const int pos = 16 * (c - 8 * CQ) + k; /* byte pos of the 8 headers in a row */
+        w[k >> 2] |= (uint32_t)b[FB * (pos / H) + pos % H] << (8 * (k & 3));
+    }
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 __device__ __forceinline__ float t32_d8(const uint4 &dw, int j) { /* fp16 d of block j of 8 */

@@ -218,7 +218,7 @@ static void test_gemm_tiled(void) {
     const nib_type tt[] = {NIB_TYPE_Q4_0,   NIB_TYPE_Q4_K,   NIB_TYPE_Q6_K,  NIB_TYPE_Q5_K,   NIB_TYPE_Q3_K,
                            NIB_TYPE_Q2_K,   NIB_TYPE_IQ4_XS, NIB_TYPE_IQ2_XXS, NIB_TYPE_IQ2_XS, NIB_TYPE_IQ2_S,
                            NIB_TYPE_IQ3_XXS, NIB_TYPE_IQ3_S, NIB_TYPE_IQ1_S, NIB_TYPE_IQ1_M,  NIB_TYPE_TQ2_0,
-                           NIB_TYPE_TQ1_0};
+                           NIB_TYPE_TQ1_0,  NIB_TYPE_Q4_1,   NIB_TYPE_Q5_0,  NIB_TYPE_Q5_1,   NIB_TYPE_IQ4_NL};
     const int64_t n_in = 2048, n_out = 4352;
     const int n = 37;
     nib_error err;

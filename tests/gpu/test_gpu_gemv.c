@@ -262,7 +262,7 @@ static void test_tiled(void) {
     const nib_type types[] = {NIB_TYPE_Q4_K,   NIB_TYPE_Q6_K,   NIB_TYPE_Q4_0,   NIB_TYPE_Q5_K,  NIB_TYPE_Q3_K,
                               NIB_TYPE_Q2_K,   NIB_TYPE_IQ4_XS, NIB_TYPE_IQ2_XXS, NIB_TYPE_IQ2_XS, NIB_TYPE_IQ2_S,
                               NIB_TYPE_IQ3_XXS, NIB_TYPE_IQ3_S, NIB_TYPE_IQ1_S,  NIB_TYPE_IQ1_M,  NIB_TYPE_TQ2_0,
-                              NIB_TYPE_TQ1_0};
+                              NIB_TYPE_TQ1_0,  NIB_TYPE_Q4_1,   NIB_TYPE_Q5_0,    NIB_TYPE_Q5_1,  NIB_TYPE_IQ4_NL};
     rng_seed(77);
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         for (size_t j = 0; j < sizeof shapes / sizeof shapes[0]; j++)

@@ -1,0 +1,13 @@
+/* The tiled GEMV's table rows (gemv_tiled_ops.cuh) for Q4_1, Q5_0, Q5_1 and
+ * IQ4_NL (gemv_tiled_legacy.cuh): 8 warps a block, as Q4_0's. Long rows:
+ * the split kernel for Q5_1 only, by the 8B files' decode speed, tiled off
+ * and on in one run (bench/gpu-decode-notes.md v67): with it Q4_1 -1.8%,
+ * Q5_0 -1.3%, Q5_1 +2.2%; with the item kernels' split K Q4_1 +0.5%, Q5_0
+ * +2.8%, Q5_1 -2.7%. IQ4_NL as Q4_0 (the lab had them level). */
+#include "cuda/gemv_tiled_legacy.cuh"
+#include "cuda/gemv_tiled_ops.cuh"
+
+T32_OPS(t32_ops_q4_1, NIB_TYPE_Q4_1, t32_q4_1, 8, false)
+T32_OPS(t32_ops_q5_0, NIB_TYPE_Q5_0, t32_q5_0, 8, false)
+T32_OPS(t32_ops_q5_1, NIB_TYPE_Q5_1, t32_q5_1, 8, true)
+T32_OPS(t32_ops_iq4_nl, NIB_TYPE_IQ4_NL, t32_iq4_nl, 8, false)

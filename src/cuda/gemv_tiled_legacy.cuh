@@ -1,0 +1,123 @@
+/* The tiled GEMV (gemv_tiled.cuh) for the legacy formats beside Q4_0: Q4_1,
+ * Q5_0, Q5_1 and IQ4_NL, in Q4_0's unit of 8 file blocks (t32_legacy_chunk:
+ * 8 quant chunks, then the 8 headers as more chunks). The numbers are those
+ * of the item kernels (gemv_formats.cuh fmt_q4_1 ...): integer dots per 32
+ * elements, the scale d and the minimum m (with the activation's s = d_a *
+ * sum of its quants) in fp32. */
+#ifndef NIB_CUDA_GEMV_TILED_LEGACY_CUH
+#define NIB_CUDA_GEMV_TILED_LEGACY_CUH
+
+#include "cuda/gemv_tiled.cuh"
+
+/* the unit of 8 blocks of FB bytes (header H = FB - 16), CH = FB / 2 chunks */
+template <int FB>
+struct t32_legacy_geo {
+    static constexpr int QK = 256, BYTES = 8 * FB, CH = FB / 2, SIDE = 0, TILE = CH * 512, ACT = 336;
+    static constexpr int H = FB - 16;
+    static constexpr bool SUMS16 = false;
+    static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return t32_legacy_chunk<FB, 1>(b, c); }
+    static __device__ __forceinline__ uint2 side(const uint8_t *) { return make_uint2(0, 0); }
+};
+
+/* block j's 16 quant bytes against its 32 activations: lo the low nibbles'
+ * dot, hi the high ones' (q & 0xF0: 16 times the value, exact) */
+__device__ __forceinline__ void t32_nibble_dots(const uint4 &q4, const uint8_t *a32, int &lo, int &hi) {
+    const uint32_t q[4] = {q4.x, q4.y, q4.z, q4.w};
+    const int4 a0 = *(const int4 *)a32, a1 = *(const int4 *)(a32 + 16);
+    const int al[4] = {a0.x, a0.y, a0.z, a0.w}, ah[4] = {a1.x, a1.y, a1.z, a1.w};
+    lo = 0, hi = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        lo = dp4a_us(q[k] & 0x0F0F0F0Fu, al[k], lo);
+        hi = dp4a_us(q[k] & 0xF0F0F0F0u, ah[k], hi);
+    }
+}
+
+/* Q4_1, 20 bytes: (d, m) then 16 quant bytes; x = d q + m */
+struct t32_q4_1 : t32_legacy_geo<20> {
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            int lo, hi;
+            t32_nibble_dots(w.c[j], act + 32 * j, lo, hi);
+            const uint32_t dm = t32_word(w, 32 + j);
+            const float2 sd = *(const float2 *)(act + 256 + 8 * j);
+            acc += h2f(dm) * (sd.x * (float)(lo + (hi >> 4))) + h2f(dm >> 16) * sd.y;
+        }
+        return acc;
+    }
+};
+
+/* Q5_0, 22 bytes: d, qh (bit k: the fifth bit of element k), 16 quant
+ * bytes; x = d (q - 16). Headers at byte 128 + 6 j of the unit. */
+struct t32_q5_0 : t32_legacy_geo<22> {
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const uint32_t d = t32_u32(w, 128 + 6 * j), qh = t32_u32(w, 130 + 6 * j);
+            const uint32_t q[4] = {w.c[j].x, w.c[j].y, w.c[j].z, w.c[j].w};
+            const int4 a0 = *(const int4 *)(act + 32 * j), a1 = *(const int4 *)(act + 32 * j + 16);
+            const int al[4] = {a0.x, a0.y, a0.z, a0.w}, ah[4] = {a1.x, a1.y, a1.z, a1.w};
+            int sumi = 0;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                sumi = __dp4a((int)((q[k] & 0x0F0F0F0Fu) | spread4(qh >> (4 * k))), al[k], sumi);
+                sumi = __dp4a((int)(((q[k] >> 4) & 0x0F0F0F0Fu) | spread4(qh >> (16 + 4 * k))), ah[k], sumi);
+            }
+            const float2 sd = *(const float2 *)(act + 256 + 8 * j);
+            acc += h2f(d) * (sd.x * (float)sumi - 16.0f * sd.y);
+        }
+        return acc;
+    }
+};
+
+/* Q5_1, 24 bytes: d, m, qh, 16 quant bytes; x = d q + m. Headers: words
+ * 32 + 2 j (d, m) and 33 + 2 j (qh). */
+struct t32_q5_1 : t32_legacy_geo<24> {
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const uint32_t dm = t32_word(w, 32 + 2 * j), qh = t32_word(w, 33 + 2 * j);
+            const uint32_t q[4] = {w.c[j].x, w.c[j].y, w.c[j].z, w.c[j].w};
+            const int4 a0 = *(const int4 *)(act + 32 * j), a1 = *(const int4 *)(act + 32 * j + 16);
+            const int al[4] = {a0.x, a0.y, a0.z, a0.w}, ah[4] = {a1.x, a1.y, a1.z, a1.w};
+            int sumi = 0;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                sumi = __dp4a((int)((q[k] & 0x0F0F0F0Fu) | spread4(qh >> (4 * k))), al[k], sumi);
+                sumi = __dp4a((int)(((q[k] >> 4) & 0x0F0F0F0Fu) | spread4(qh >> (16 + 4 * k))), ah[k], sumi);
+            }
+            const float2 sd = *(const float2 *)(act + 256 + 8 * j);
+            acc += h2f(dm) * (sd.x * (float)sumi) + h2f(dm >> 16) * sd.y;
+        }
+        return acc;
+    }
+};
+
+/* IQ4_NL, 18 bytes (Q4_0's geometry): d, 16 bytes of 4-bit codes into the
+ * 16 IQ4 levels (lut16, as fmt_iq4_nl) */
+struct t32_iq4_nl : t32_legacy_geo<18> {
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const uint32_t q[4] = {w.c[j].x, w.c[j].y, w.c[j].z, w.c[j].w};
+            const int4 a0 = *(const int4 *)(act + 32 * j), a1 = *(const int4 *)(act + 32 * j + 16);
+            const int al[4] = {a0.x, a0.y, a0.z, a0.w}, ah[4] = {a1.x, a1.y, a1.z, a1.w};
+            int sumi = 0;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const int2 v = lut16(q[k], IQ4NL_T);
+                sumi = __dp4a(v.x, al[k], sumi);
+                sumi = __dp4a(v.y, ah[k], sumi);
+            }
+            acc += t32_d8(w.c[8], j) * (*(const float *)(act + 256 + 8 * j) * (float)sumi);
+        }
+        return acc;
+    }
+};
+
+#endif
