@@ -12,14 +12,15 @@
  * head and the row lookup read the file's layout and are not given tiled
  * matrices (gemv.cu pair_get; get_rows refuses them).
  *
- * Which: Q4_K, Q5_K, Q6_K, Q3_K, Q2_K, IQ4_XS and Q4_0 matrices whose rows
- * are a multiple of 2048 elements (G = 1, 2 or 4 rows a warp group) and short
- * or about square (the output projection, gate, up, LM head), and the long
- * rows of the formats with t32_ops.ks when a group is 7 tiles (14336-wide
- * downs: split over 7 warps); with rows enough to fill the device
- * (t32_fills). Q4_K's and Q4_0's long rows keep the item kernels' split K,
- * which the lab had ahead for Q4_K (14336 x 4096: 12.9 us against 13.4).
- * Q5_K, Q3_K, Q2_K, IQ4_XS: bench/gpu-decode-notes.md v65. Kernel lab, H200, PDL graph replay, item kernel -> tiled
+ * Which: matrices of the formats in t32_table (every dp4a format but Q8_0
+ * and MXFP4) whose rows are a multiple of 2048 elements (G = 1, 2 or 4 rows
+ * a warp group) and short or about square (the output projection, gate, up,
+ * LM head), and the long rows of the formats with t32_ops.ks when a group is
+ * 7 tiles (14336-wide downs: split over 7 warps); with rows enough to fill
+ * the device (t32_fills). The other formats' long rows keep the item
+ * kernels' split K (which one by the 8B step's speed: gemv_tiled_kq.cu,
+ * gemv_tiled_legacy.cu; bench/gpu-decode-notes.md v65-v67). Q4_K and Q6_K,
+ * kernel lab, H200, PDL graph replay, item kernel -> tiled
  * (bench/gpu-decode-notes.md v55): gate/up GLU Q4_K 4096 x 2 x 14336 21.3 ->
  * 19.3 us, Q4_K 4096 x 4096 6.4 -> 5.5, Q6_K 4096 x 4096 8.9 -> 7.2, Q6_K
  * 14336 x 4096 20.2 -> 17.8, Q6_K 4096 x 128256 117.6 -> 102.5 (99% of copy
