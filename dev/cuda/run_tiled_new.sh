@@ -1,10 +1,14 @@
 #!/bin/sh
-# The tiled GEMV's new formats (Q5_K, Q3_K, Q2_K, IQ4_XS) in one device call:
+# Checks and timings of the tiled GEMV's formats in one device call, on
 # binaries built here for sm_90 (nib, the GPU tests, the lab), stripped and
-# carried as .devbin/bins.tar.xz; the GPU tests, the lab's check and rows of
-# the library's kernels against the tiled ones, `nib verify` on synth files
-# of the new types, and tg128 with the tiled layout off and on.
-#   sh dev/cuda/run_tiled_new.sh       (repository root, on the GPU machine)
+# carried as .devbin/bins.tar.xz (a tar.xz of the build tree's paths: the
+# whole working tree and carry must stay under 64 MiB). Each part runs when
+# its variable is set: TESTS (GPU test binaries), VERIFY ("shape:type" synth
+# files through `nib verify`), MODELS x VARIANTS (tg128, e.g.
+# "NIB_CUDA_TILED=0 NIB_CUDA_TILED=1"), LAB (kernel-lab rows, after its
+# check-t32; LAB_SHAPES picks the shapes).
+#   TESTS="test_gpu_gemv" MODELS="llama3-8b:Q2_K" VARIANTS="NIB_CUDA_TILED=0 NIB_CUDA_TILED=1" \
+#   OUT=$OUT sh dev/cuda/run_tiled_new.sh       (repository root, on the GPU machine)
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p $OUT /tmp/b && tar xJf .devbin/bins.tar.xz -C /tmp/b
