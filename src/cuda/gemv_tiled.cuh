@@ -101,6 +101,47 @@ __device__ __forceinline__ uint2 t32_block_side(const uint8_t *b) {
  * 100), so 8 lanes on 8 consecutive blocks read 16-byte pieces without bank
  * conflicts. */
 
+/* 32 activation quants of the copy in shared memory as 8 words */
+__device__ __forceinline__ void t32_act_words(const uint8_t *a32, int (&a)[8]) {
+    const int4 a0 = *(const int4 *)a32, a1 = *(const int4 *)(a32 + 16);
+    a[0] = a0.x, a[1] = a0.y, a[2] = a0.z, a[3] = a0.w, a[4] = a1.x, a[5] = a1.y, a[6] = a1.z, a[7] = a1.w;
+}
+/* 64 activation quants of a copy in shared memory as two runs of 8 words */
+__device__ __forceinline__ void t32_act64(const uint8_t *a64, int (&al)[8], int (&ah)[8]) {
+    const int4 a0 = *(const int4 *)a64, a1 = *(const int4 *)(a64 + 16);
+    const int4 a2 = *(const int4 *)(a64 + 32), a3 = *(const int4 *)(a64 + 48);
+    al[0] = a0.x, al[1] = a0.y, al[2] = a0.z, al[3] = a0.w, al[4] = a1.x, al[5] = a1.y, al[6] = a1.z, al[7] = a1.w;
+    ah[0] = a2.x, ah[1] = a2.y, ah[2] = a2.z, ah[3] = a2.w, ah[4] = a3.x, ah[5] = a3.y, ah[6] = a3.z, ah[7] = a3.w;
+}
+
+/* Q4_K's and Q5_K's header (the block's first 16 bytes: d, dmin, then the
+ * 12 bytes of 6-bit scales and minimums) with the scales and minimums of
+ * sub-blocks 0-3 (lo) and 4-7 (hi) as bytes, and the sum of the block from
+ * its 64-element integer dots. HI16: the high nibbles were dotted in place
+ * (16 times their value; Q4_K), so 1/16 comes back out, exactly. */
+struct t32_kaffine {
+    uint32_t hdr, sc_lo, m_lo, sc_hi, m_hi;
+    float fs = 0.0f, fm = 0.0f;
+    __device__ __forceinline__ explicit t32_kaffine(const uint4 &h) : hdr(h.x) {
+        sc_lo = h.y & 0x3F3F3F3Fu, m_lo = h.z & 0x3F3F3F3Fu;
+        sc_hi = (h.w & 0x0F0F0F0Fu) | ((h.y >> 2) & 0x30303030u);
+        m_hi = ((h.w >> 4) & 0x0F0F0F0Fu) | ((h.z >> 2) & 0x30303030u);
+    }
+    /* elements 64c..64c+63: lo the dot of sub-block 2c, hi of 2c + 1 */
+    template <bool HI16>
+    __device__ __forceinline__ void add(int c, int lo, int hi, const uint8_t *act) {
+        const float4 dd = *(const float4 *)(act + 256 + 16 * c); /* (d, s) of sub-blocks 2c and 2c + 1 */
+        const uint32_t scw = c < 2 ? sc_lo : sc_hi, mw = c < 2 ? m_lo : m_hi;
+        const int sh = 16 * (c & 1);
+        const int sc0 = (scw >> sh) & 0xFF, sc1 = (scw >> (sh + 8)) & 0xFF;
+        const int m0 = (mw >> sh) & 0xFF, m1 = (mw >> (sh + 8)) & 0xFF;
+        if (HI16) fs += (float)(sc0 * lo) * dd.x + (float)(sc1 * hi) * 0.0625f * dd.z;
+        else fs += (float)(sc0 * lo) * dd.x + (float)(sc1 * hi) * dd.z;
+        fm += (float)m0 * dd.y + (float)m1 * dd.w;
+    }
+    __device__ __forceinline__ float sum() const { return h2f(hdr) * fs - h2f(hdr >> 16) * fm; }
+};
+
 /* Q4_K: bytes 0-15 d, dmin and the 12 scale bytes; 16-143 qs. A high nibble
  * is dotted in place (q & 0xF0: 16 times its value, exact in int32), and the
  * 16 comes back out as an exact fp32 factor of 1/16. */
@@ -110,34 +151,22 @@ struct t32_q4_K {
     static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return *(const uint4 *)(b + 16 * c); }
     static __device__ __forceinline__ uint2 side(const uint8_t *) { return make_uint2(0, 0); }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
-        const uint32_t s0 = w.c[0].y, s1 = w.c[0].z, s2 = w.c[0].w;
-        const uint32_t sc_lo = s0 & 0x3F3F3F3Fu, m_lo = s1 & 0x3F3F3F3Fu;
-        const uint32_t sc_hi = (s2 & 0x0F0F0F0Fu) | ((s0 >> 2) & 0x30303030u);
-        const uint32_t m_hi = ((s2 >> 4) & 0x0F0F0F0Fu) | ((s1 >> 2) & 0x30303030u);
-        float fs = 0.0f, fm = 0.0f;
+        t32_kaffine k(w.c[0]);
 #pragma unroll
         for (int c = 0; c < 4; c++) { /* 64 elements: sub-block 2c in the low nibbles, 2c + 1 in the high */
             const uint4 qa = w.c[1 + 2 * c], qb = w.c[2 + 2 * c];
             const uint32_t q[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
-            const int4 a0 = *(const int4 *)(act + 64 * c), a1 = *(const int4 *)(act + 64 * c + 16);
-            const int4 a2 = *(const int4 *)(act + 64 * c + 32), a3 = *(const int4 *)(act + 64 * c + 48);
-            const int al[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-            const int ah[8] = {a2.x, a2.y, a2.z, a2.w, a3.x, a3.y, a3.z, a3.w};
+            int al[8], ah[8];
+            t32_act64(act + 64 * c, al, ah);
             int lo = 0, hi = 0;
 #pragma unroll
-            for (int k = 0; k < 8; k++) {
-                lo = dp4a_us(q[k] & 0x0F0F0F0Fu, al[k], lo);
-                hi = dp4a_us(q[k] & 0xF0F0F0F0u, ah[k], hi);
+            for (int k2 = 0; k2 < 8; k2++) {
+                lo = dp4a_us(q[k2] & 0x0F0F0F0Fu, al[k2], lo);
+                hi = dp4a_us(q[k2] & 0xF0F0F0F0u, ah[k2], hi);
             }
-            const float4 dd = *(const float4 *)(act + 256 + 16 * c); /* (d, s) of sub-blocks 2c and 2c + 1 */
-            const uint32_t scw = c < 2 ? sc_lo : sc_hi, mw = c < 2 ? m_lo : m_hi;
-            const int sh = 16 * (c & 1);
-            const int sc0 = (scw >> sh) & 0xFF, sc1 = (scw >> (sh + 8)) & 0xFF;
-            const int m0 = (mw >> sh) & 0xFF, m1 = (mw >> (sh + 8)) & 0xFF;
-            fs += (float)(sc0 * lo) * dd.x + (float)(sc1 * hi) * 0.0625f * dd.z;
-            fm += (float)m0 * dd.y + (float)m1 * dd.w;
+            k.add<true>(c, lo, hi, act);
         }
-        return h2f(w.c[0].x) * fs - h2f(w.c[0].x >> 16) * fm;
+        return k.sum();
     }
 };
 
@@ -165,9 +194,8 @@ struct t32_q6_K {
             const int sums[8] = {s16.x, s16.y, s16.z, s16.w, s16b.x, s16b.y, s16b.z, s16b.w};
 #pragma unroll
             for (int q = 0; q < 4; q++) {
-                const uint8_t *ap = act + 128 * h + 32 * q;
-                const int4 a0 = *(const int4 *)ap, a1 = *(const int4 *)(ap + 16);
-                const int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+                int a[8];
+                t32_act_words(act + 128 * h + 32 * q, a);
                 int s0 = 0, s1 = 0;
 #pragma unroll
                 for (int k = 0; k < 8; k++) {
@@ -201,33 +229,21 @@ struct t32_q5_K {
     static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return *(const uint4 *)(b + 16 * c); }
     static __device__ __forceinline__ uint2 side(const uint8_t *) { return make_uint2(0, 0); }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
-        const uint32_t s0 = w.c[0].y, s1 = w.c[0].z, s2 = w.c[0].w;
-        const uint32_t sc_lo = s0 & 0x3F3F3F3Fu, m_lo = s1 & 0x3F3F3F3Fu;
-        const uint32_t sc_hi = (s2 & 0x0F0F0F0Fu) | ((s0 >> 2) & 0x30303030u);
-        const uint32_t m_hi = ((s2 >> 4) & 0x0F0F0F0Fu) | ((s1 >> 2) & 0x30303030u);
-        float fs = 0.0f, fm = 0.0f;
+        t32_kaffine k(w.c[0]);
 #pragma unroll
         for (int c = 0; c < 4; c++) {
-            const int4 a0 = *(const int4 *)(act + 64 * c), a1 = *(const int4 *)(act + 64 * c + 16);
-            const int4 a2 = *(const int4 *)(act + 64 * c + 32), a3 = *(const int4 *)(act + 64 * c + 48);
-            const int al[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-            const int ah[8] = {a2.x, a2.y, a2.z, a2.w, a3.x, a3.y, a3.z, a3.w};
+            int al[8], ah[8];
+            t32_act64(act + 64 * c, al, ah);
             int lo = 0, hi = 0;
 #pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const uint32_t q = t32_word(w, 12 + 8 * c + k), h = t32_word(w, 4 + k);
-                lo = dp4a_us((q & 0x0F0F0F0Fu) | (((h >> (2 * c)) & 0x01010101u) << 4), al[k], lo);
-                hi = dp4a_us(((q >> 4) & 0x0F0F0F0Fu) | (((h >> (2 * c + 1)) & 0x01010101u) << 4), ah[k], hi);
+            for (int k2 = 0; k2 < 8; k2++) {
+                const uint32_t q = t32_word(w, 12 + 8 * c + k2), h = t32_word(w, 4 + k2);
+                lo = dp4a_us((q & 0x0F0F0F0Fu) | (((h >> (2 * c)) & 0x01010101u) << 4), al[k2], lo);
+                hi = dp4a_us(((q >> 4) & 0x0F0F0F0Fu) | (((h >> (2 * c + 1)) & 0x01010101u) << 4), ah[k2], hi);
             }
-            const float4 dd = *(const float4 *)(act + 256 + 16 * c);
-            const uint32_t scw = c < 2 ? sc_lo : sc_hi, mw = c < 2 ? m_lo : m_hi;
-            const int sh = 16 * (c & 1);
-            const int sc0 = (scw >> sh) & 0xFF, sc1 = (scw >> (sh + 8)) & 0xFF;
-            const int m0 = (mw >> sh) & 0xFF, m1 = (mw >> (sh + 8)) & 0xFF;
-            fs += (float)(sc0 * lo) * dd.x + (float)(sc1 * hi) * dd.z;
-            fm += (float)m0 * dd.y + (float)m1 * dd.w;
+            k.add<false>(c, lo, hi, act);
         }
-        return h2f(w.c[0].x) * fs - h2f(w.c[0].x >> 16) * fm;
+        return k.sum();
     }
 };
 
@@ -254,9 +270,8 @@ struct t32_q3_K {
             for (int i = 0; i < 8; i++) hm[i] = ~t32_word(w, i) >> (4 * hh); /* bit k: 1 where the high bit is 0 */
 #pragma unroll
             for (int k = 0; k < 4; k++) {
-                const uint8_t *ap = act + 128 * hh + 32 * k;
-                const int4 a0 = *(const int4 *)ap, a1 = *(const int4 *)(ap + 16);
-                const int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+                int a[8];
+                t32_act_words(act + 128 * hh + 32 * k, a);
                 int s0 = 0, s1 = 0;
 #pragma unroll
                 for (int i = 0; i < 8; i++) {
@@ -292,9 +307,8 @@ struct t32_q2_K {
             const int sums[8] = {s16.x, s16.y, s16.z, s16.w, s16b.x, s16b.y, s16b.z, s16b.w};
 #pragma unroll
             for (int k = 0; k < 4; k++) {
-                const uint8_t *ap = act + 128 * hh + 32 * k;
-                const int4 a0 = *(const int4 *)ap, a1 = *(const int4 *)(ap + 16);
-                const int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+                int a[8];
+                t32_act_words(act + 128 * hh + 32 * k, a);
                 int s0 = 0, s1 = 0;
 #pragma unroll
                 for (int i = 0; i < 8; i++) {
@@ -376,6 +390,20 @@ __device__ __forceinline__ float t32_d8(const uint4 &dw, int j) { /* fp16 d of b
     return h2f(w >> (16 * (j & 1)));
 }
 
+/* block j's 16 quant bytes against its 32 activations: lo the low nibbles'
+ * dot, hi the high ones' (q & 0xF0: 16 times the value, exact) */
+__device__ __forceinline__ void t32_nibble_dots(const uint4 &q4, const uint8_t *a32, int &lo, int &hi) {
+    const uint32_t q[4] = {q4.x, q4.y, q4.z, q4.w};
+    const int4 a0 = *(const int4 *)a32, a1 = *(const int4 *)(a32 + 16);
+    const int al[4] = {a0.x, a0.y, a0.z, a0.w}, ah[4] = {a1.x, a1.y, a1.z, a1.w};
+    lo = 0, hi = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        lo = dp4a_us(q[k] & 0x0F0F0F0Fu, al[k], lo);
+        hi = dp4a_us(q[k] & 0xF0F0F0F0u, ah[k], hi);
+    }
+}
+
 /* Q4_0, x = d (q - 8): as fmt_q4_0, the - 8 folded in with the activation's s */
 struct t32_q4_0 {
     static constexpr int QK = 256, BYTES = 144, CH = 9, SIDE = 0, TILE = CH * 512, ACT = 336;
@@ -386,15 +414,8 @@ struct t32_q4_0 {
         float acc = 0.0f;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
-            const uint32_t q[4] = {w.c[j].x, w.c[j].y, w.c[j].z, w.c[j].w};
-            const int4 a0 = *(const int4 *)(act + 32 * j), a1 = *(const int4 *)(act + 32 * j + 16);
-            const int al[4] = {a0.x, a0.y, a0.z, a0.w}, ah[4] = {a1.x, a1.y, a1.z, a1.w};
-            int lo = 0, hi = 0;
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                lo = dp4a_us(q[k] & 0x0F0F0F0Fu, al[k], lo);
-                hi = dp4a_us(q[k] & 0xF0F0F0F0u, ah[k], hi);
-            }
+            int lo, hi;
+            t32_nibble_dots(w.c[j], act + 32 * j, lo, hi);
             const float2 sd = *(const float2 *)(act + 256 + 8 * j);
             acc += t32_d8(w.c[8], j) * (sd.x * (float)(lo + (hi >> 4)) - 8.0f * sd.y); /* hi: 16 x, exact */
         }

@@ -25,9 +25,7 @@ struct t32_act32 {
 };
 __device__ __forceinline__ t32_act32 t32_act_of(const uint8_t *act, int ib) {
     t32_act32 r;
-    const int4 a0 = *(const int4 *)(act + 32 * ib), a1 = *(const int4 *)(act + 32 * ib + 16);
-    r.a[0] = a0.x, r.a[1] = a0.y, r.a[2] = a0.z, r.a[3] = a0.w;
-    r.a[4] = a1.x, r.a[5] = a1.y, r.a[6] = a1.z, r.a[7] = a1.w;
+    t32_act_words(act + 32 * ib, r.a);
     r.d = *(const float *)(act + 256 + 8 * ib);
     return r;
 }

@@ -19,18 +19,19 @@ struct t32_legacy_geo {
     static __device__ __forceinline__ uint2 side(const uint8_t *) { return make_uint2(0, 0); }
 };
 
-/* block j's 16 quant bytes against its 32 activations: lo the low nibbles'
- * dot, hi the high ones' (q & 0xF0: 16 times the value, exact) */
-__device__ __forceinline__ void t32_nibble_dots(const uint4 &q4, const uint8_t *a32, int &lo, int &hi) {
+/* block j's 16 quant bytes and its 32 fifth bits qh (bit k: element k)
+ * against its 32 activations: the dot of the 5-bit codes (Q5_0, Q5_1) */
+__device__ __forceinline__ int t32_q5_sumi(const uint4 &q4, uint32_t qh, const uint8_t *a32) {
     const uint32_t q[4] = {q4.x, q4.y, q4.z, q4.w};
     const int4 a0 = *(const int4 *)a32, a1 = *(const int4 *)(a32 + 16);
     const int al[4] = {a0.x, a0.y, a0.z, a0.w}, ah[4] = {a1.x, a1.y, a1.z, a1.w};
-    lo = 0, hi = 0;
+    int sumi = 0;
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-        lo = dp4a_us(q[k] & 0x0F0F0F0Fu, al[k], lo);
-        hi = dp4a_us(q[k] & 0xF0F0F0F0u, ah[k], hi);
+        sumi = __dp4a((int)((q[k] & 0x0F0F0F0Fu) | spread4(qh >> (4 * k))), al[k], sumi);
+        sumi = __dp4a((int)(((q[k] >> 4) & 0x0F0F0F0Fu) | spread4(qh >> (16 + 4 * k))), ah[k], sumi);
     }
+    return sumi;
 }
 
 /* Q4_1, 20 bytes: (d, m) then 16 quant bytes; x = d q + m */
@@ -57,15 +58,7 @@ struct t32_q5_0 : t32_legacy_geo<22> {
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             const uint32_t d = t32_u32(w, 128 + 6 * j), qh = t32_u32(w, 130 + 6 * j);
-            const uint32_t q[4] = {w.c[j].x, w.c[j].y, w.c[j].z, w.c[j].w};
-            const int4 a0 = *(const int4 *)(act + 32 * j), a1 = *(const int4 *)(act + 32 * j + 16);
-            const int al[4] = {a0.x, a0.y, a0.z, a0.w}, ah[4] = {a1.x, a1.y, a1.z, a1.w};
-            int sumi = 0;
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                sumi = __dp4a((int)((q[k] & 0x0F0F0F0Fu) | spread4(qh >> (4 * k))), al[k], sumi);
-                sumi = __dp4a((int)(((q[k] >> 4) & 0x0F0F0F0Fu) | spread4(qh >> (16 + 4 * k))), ah[k], sumi);
-            }
+            const int sumi = t32_q5_sumi(w.c[j], qh, act + 32 * j);
             const float2 sd = *(const float2 *)(act + 256 + 8 * j);
             acc += h2f(d) * (sd.x * (float)sumi - 16.0f * sd.y);
         }
@@ -81,15 +74,7 @@ struct t32_q5_1 : t32_legacy_geo<24> {
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             const uint32_t dm = t32_word(w, 32 + 2 * j), qh = t32_word(w, 33 + 2 * j);
-            const uint32_t q[4] = {w.c[j].x, w.c[j].y, w.c[j].z, w.c[j].w};
-            const int4 a0 = *(const int4 *)(act + 32 * j), a1 = *(const int4 *)(act + 32 * j + 16);
-            const int al[4] = {a0.x, a0.y, a0.z, a0.w}, ah[4] = {a1.x, a1.y, a1.z, a1.w};
-            int sumi = 0;
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                sumi = __dp4a((int)((q[k] & 0x0F0F0F0Fu) | spread4(qh >> (4 * k))), al[k], sumi);
-                sumi = __dp4a((int)(((q[k] >> 4) & 0x0F0F0F0Fu) | spread4(qh >> (16 + 4 * k))), ah[k], sumi);
-            }
+            const int sumi = t32_q5_sumi(w.c[j], qh, act + 32 * j);
             const float2 sd = *(const float2 *)(act + 256 + 8 * j);
             acc += h2f(dm) * (sd.x * (float)sumi) + h2f(dm >> 16) * sd.y;
         }
