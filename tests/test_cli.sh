@@ -44,7 +44,7 @@ if "$nib" inspect 2>/dev/null; then bad "inspect without a file exits 0"; else o
 # (4 heads on 2 KV heads: a group under 4), ffn_down and attn_output in Q3_K.
 # The IQ and ternary types: the base format everywhere, the LM head in Q6_K.
 tensor_type() { echo "$2" | awk -v n="$1" '$2 == n { print $3 }'; }
-for t in F16 Q8_0 Q4_0 Q4_K_M Q4_1 Q5_0 Q5_1 Q5_K_M Q6_K Q3_K_M Q2_K IQ4_XS IQ2_XXS TQ1_0; do
+for t in F16 Q8_0 Q4_0 Q4_K_M Q4_1 Q5_0 Q5_1 Q5_K_M Q6_K Q3_K_M Q2_K IQ4_XS IQ4_NL IQ2_XXS TQ1_0; do
     f="$tmp/synth-$t.gguf"
     if ! "$nib" synth --shape tiny-llama --type "$t" --seed 7 -o "$f" >"$tmp/out" 2>&1; then
         bad "synth tiny-llama $t: $(cat "$tmp/out")"; continue
@@ -60,6 +60,7 @@ for t in F16 Q8_0 Q4_0 Q4_K_M Q4_1 Q5_0 Q5_1 Q5_K_M Q6_K Q3_K_M Q2_K IQ4_XS IQ2_
                 Q3_K_M) want="12 Q3_K Q5_K Q5_K Q4_K Q4_K Q6_K Q4_K";;
                 Q2_K) want="10 Q2_K Q3_K Q3_K Q3_K Q3_K Q6_K Q3_K";;
                 IQ4_XS) want="30 IQ4_XS IQ4_XS IQ4_XS IQ4_XS IQ4_XS Q6_K";;
+                IQ4_NL) want="25 IQ4_NL IQ4_NL IQ4_NL IQ4_NL IQ4_NL Q6_K";;
                 IQ2_XXS) want="19 IQ2_XXS IQ2_XXS IQ2_XXS IQ2_XXS IQ2_XXS Q6_K";;
                 TQ1_0) want="36 TQ1_0 TQ1_0 TQ1_0 TQ1_0 TQ1_0 Q6_K";; esac
     got="$(echo "$ins" | awk '$1 == "general.file_type" { print $3 }')"

@@ -43,6 +43,7 @@
 #include "cpu/repack.h"
 #include "nib.h"
 #include "quant/blocks.h"
+#include "quant/formats.h"
 #include "quant/types.h"
 #include "test.h"
 
@@ -994,12 +995,66 @@ static void test_repack_legacy_layout(void) {
     }
 }
 
+/* The IQ4 layouts (repack.h), decoded as it describes them, against the
+ * reference dequantizer, bit for bit: IQ4_NL in Q4_0's bytes, IQ4_XS with
+ * its scales unbiased to bytes. */
+static void test_repack_iq4_layout(void) {
+    rng_seed(709);
+    const int64_t n = 512;
+    float ref[512], got[512];
+    {
+        const size_t rb = row_bytes(NIB_TYPE_IQ4_NL, n);
+        uint8_t *W = malloc(rb * 8);
+        block_q4_0x8 P[16];
+        for (int r = 0; r < 8; r++) random_blocks(NIB_TYPE_IQ4_NL, W + r * rb, n);
+        memset(P, 0x5A, sizeof P);
+        for (int64_t i = 0; i < n / 32; i++) cpu_pack_legacy_x8(NIB_TYPE_IQ4_NL, W, rb, i, Q4_KX8_PAIRS, &P[i]);
+        int bad = 0;
+        for (int r = 0; r < 8; r++) {
+            tr(NIB_TYPE_IQ4_NL)->dequantize(W + r * rb, ref, n);
+            poison(got, n);
+            for (int64_t i = 0; i < n / 32; i++)
+                for (int e = 0; e < 32; e++) {
+                    const int j = e % 16;
+                    const uint8_t byte = P[i].qs[j / 8][8 * r + j % 8];
+                    got[32 * i + e] = nib_fp16_to_f32(P[i].d[r]) * (float)nib_iq4_levels[e < 16 ? byte & 15 : byte >> 4];
+                }
+            bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
+        }
+        CHECK(bad == 0, "IQ4_NL x8: %d of 8 rows decode differently from the file layout", bad);
+        free(W);
+    }
+    {
+        const size_t rb = row_bytes(NIB_TYPE_IQ4_XS, n);
+        uint8_t *W = malloc(rb * 8);
+        block_iq4_xsx8 P[2];
+        for (int r = 0; r < 8; r++) random_blocks(NIB_TYPE_IQ4_XS, W + r * rb, n);
+        memset(P, 0x5A, sizeof P);
+        for (int64_t i = 0; i < n / QK_K; i++) cpu_pack_iq4_xsx8(W, rb, i, &P[i]);
+        int bad = 0;
+        for (int r = 0; r < 8; r++) {
+            tr(NIB_TYPE_IQ4_XS)->dequantize(W + r * rb, ref, n);
+            poison(got, n);
+            for (int64_t i = 0; i < n / QK_K; i++)
+                for (int e = 0; e < QK_K; e++) {
+                    const int sb = e / 32, j = e % 16;
+                    const uint8_t byte = P[i].qs[sb][64 * (j / 8) + 8 * r + j % 8];
+                    const float dl = nib_fp16_to_f32(P[i].d[r]) * (float)P[i].sc[sb][r];
+                    got[QK_K * i + e] = dl * (float)nib_iq4_levels[e % 32 < 16 ? byte & 15 : byte >> 4];
+                }
+            bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
+        }
+        CHECK(bad == 0, "IQ4_XS x8: %d of 8 rows decode differently from the file layout", bad);
+        free(W);
+    }
+}
+
 /* Every packed layout's matmul against float64 (check_matmul's tolerance),
  * 1 and 3 threads, several batch sizes; and each token's outputs the same
  * bits alone, in any batch and with any thread count. */
 static void test_matmul_packed(void) {
     static const nib_type types[] = {NIB_TYPE_Q4_K, NIB_TYPE_Q5_K, NIB_TYPE_Q6_K, NIB_TYPE_Q4_0, NIB_TYPE_Q5_0,
-                                     NIB_TYPE_Q4_1, NIB_TYPE_Q5_1, NIB_TYPE_Q8_0};
+                                     NIB_TYPE_Q4_1, NIB_TYPE_Q5_1, NIB_TYPE_Q8_0, NIB_TYPE_IQ4_NL, NIB_TYPE_IQ4_XS};
     int tested = 0;
     nib_error err;
     nib_pool *pool = nib_pool_new(3, &err);
@@ -1140,6 +1195,7 @@ int main(void) {
     RUN(test_matmul_threads_agree);
     RUN(test_repack_q4_K_layout);
     RUN(test_repack_legacy_layout);
+    RUN(test_repack_iq4_layout);
     RUN(test_matmul_packed);
     RUN(test_repack_rejects_bad_args);
     RUN(test_get_row);

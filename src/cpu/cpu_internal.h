@@ -188,6 +188,8 @@ void cpu_dot_q5_0x8_q8_0s_avx512(int64_t n, const void *p, const void *a, size_t
 void cpu_dot_q8_0x8_q8_0u_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q4_1x8_q8_1_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q5_1x8_q8_1_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
+void cpu_dot_iq4_nlx8_q8_0s_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
+void cpu_dot_iq4_xsx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 
 /* ---- AVX-512 F/BW/VL + VNNI -------------------------------------------------------- */
 float cpu_dot_q4_0_q8_0_avx512(int64_t n, const void *w, const void *a);

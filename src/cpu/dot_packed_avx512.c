@@ -18,6 +18,7 @@
 #include "cpu/repack.h"
 #include "cpu/simd_avx2.h"
 #include "quant/blocks.h"
+#include "quant/formats.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #define NT_MAX 4
@@ -234,20 +235,30 @@ PACKED_ENTRY(cpu_dot_q6_Kx8_q8_K_avx512, q6_Kx8_dot)
  * unsigned codes q. The offsets of Q4_0/Q5_0 (q - 8, q - 16) come off as
  * offset/2 * sum(y) in each of a row's two lanes (the activation carries the
  * sum: block_q8_0s); Q4_1/Q5_1 add m * s (Q8_1's s = d * sum) in lane 2r
- * only. Then one convert and one multiply-add by d * d_y a block and token;
- * the two lanes of a row are added at the end. */
-typedef enum { LX_Q4_0, LX_Q5_0, LX_Q4_1, LX_Q5_1 } lx_fmt;
+ * only. IQ4_NL (block_q4_0x8's bytes) looks its nibbles up as levels + 128
+ * (iq4_levels_u), so its offset is 128: at most 16 * 241 * 127 a lane, no
+ * int16 step to saturate. Then one convert and one multiply-add by d * d_y
+ * a block and token; the two lanes of a row are added at the end. */
+typedef enum { LX_Q4_0, LX_Q5_0, LX_Q4_1, LX_Q5_1, LX_IQ4_NL } lx_fmt;
+
+/* The 16 IQ4 levels + 128 as bytes (1..241) in every 128-bit lane: a
+ * vpshufb of a nibble gives the unsigned code that vpdpbusd takes. */
+static ALWAYS_INLINE __m512i iq4_levels_u(void) {
+    const __m128i lv = _mm_loadu_si128((const __m128i *)nib_iq4_levels);
+    return _mm512_broadcast_i32x4(_mm_xor_si128(lv, _mm_set1_epi8((char)0x80)));
+}
 
 static ALWAYS_INLINE void legacy_x8_dot(lx_fmt f, int nt, int64_t n, const void *p, const void *a, size_t a_stride,
                                         float *out) {
     const bool has_min = f == LX_Q4_1 || f == LX_Q5_1, has_qh = f == LX_Q5_0 || f == LX_Q5_1;
-    const int half_off = f == LX_Q4_0 ? 4 : 8;
-    const size_t bb = f == LX_Q4_0   ? sizeof(block_q4_0x8)
+    const int half_off = f == LX_Q4_0 ? 4 : f == LX_IQ4_NL ? 64 : 8;
+    const size_t bb = f == LX_Q4_0 || f == LX_IQ4_NL ? sizeof(block_q4_0x8)
                       : f == LX_Q5_0 ? sizeof(block_q5_0x8)
                       : f == LX_Q4_1 ? sizeof(block_q4_1x8)
                                      : sizeof(block_q5_1x8);
     const size_t ab = has_min ? sizeof(block_q8_1) : sizeof(block_q8_0s);
     const __m512i m4 = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(0x10);
+    const __m512i levels = f == LX_IQ4_NL ? iq4_levels_u() : _mm512_setzero_si512();
     const __m512i row_of_lane = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
     __m512 acc[NT_MAX];
 #pragma GCC unroll 4
@@ -269,6 +280,8 @@ static ALWAYS_INLINE void legacy_x8_dot(lx_fmt f, int nt, int64_t n, const void 
                 q[r][0] = _mm512_mask_add_epi8(q[r][0], _cvtu64_mask64(lo), q[r][0], c16);
                 q[r][1] = _mm512_mask_add_epi8(q[r][1], _cvtu64_mask64(hi), q[r][1], c16);
             }
+            if (f == LX_IQ4_NL)
+                q[r][0] = _mm512_shuffle_epi8(levels, q[r][0]), q[r][1] = _mm512_shuffle_epi8(levels, q[r][1]);
         }
         const __m512 dw = _mm512_permutexvar_ps(row_of_lane,
                                                 _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x))));
@@ -307,6 +320,64 @@ PACKED_ENTRY_F(cpu_dot_q4_0x8_q8_0s_avx512, legacy_x8_dot, LX_Q4_0)
 PACKED_ENTRY_F(cpu_dot_q5_0x8_q8_0s_avx512, legacy_x8_dot, LX_Q5_0)
 PACKED_ENTRY_F(cpu_dot_q4_1x8_q8_1_avx512, legacy_x8_dot, LX_Q4_1)
 PACKED_ENTRY_F(cpu_dot_q5_1x8_q8_1_avx512, legacy_x8_dot, LX_Q5_1)
+PACKED_ENTRY_F(cpu_dot_iq4_nlx8_q8_0s_avx512, legacy_x8_dot, LX_IQ4_NL)
+
+/* ---- IQ4_XS, 8 rows (cpu/repack.h block_iq4_xsx8) --------------------------------
+ * A 32-element sub-block of the 8 rows is Q4_0x8's two registers of nibbles
+ * (lane 2r + h: elements 8p + 4h.. low, 16 + 8p + 4h.. high), looked up as
+ * levels + 128 (iq4_levels_u). Four vpdpbusd against 64-bit broadcasts of
+ * the token's codes give each lane 16 products, at most 16 * 241 * 127; the
+ * 128 * sum(y) of the offset comes off as 64 * sum(y) in each of a row's two
+ * lanes (the sub-block's sum from Q8_K's bsums); one vpmulld by the row's
+ * signed scale (-32..31) and the super-block stays in int32 (at most 8 *
+ * 2^21 * 32 a lane), as the file layout's kernel keeps it; then one convert
+ * and one multiply-add by d * d_y. */
+static ALWAYS_INLINE void iq4_xsx8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride, float *out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), levels = iq4_levels_u();
+    const __m512i row_of_lane = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    __m512 acc[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
+    const block_iq4_xsx8 *x = (const block_iq4_xsx8 *)p;
+    for (int64_t i = 0; i < n / QK_K; i++, x++) {
+        __m512i sumi[NT_MAX];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) sumi[t] = _mm512_setzero_si512();
+        for (int j = 0; j < 8; j++) {
+            const __m512i sc = _mm512_permutexvar_epi32(
+                row_of_lane, _mm512_castsi256_si512(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)x->sc[j]))));
+            __m512i q[2][2]; /* [register][low, high nibbles] */
+#pragma GCC unroll 2
+            for (int r = 0; r < 2; r++) {
+                const __m512i bits = _mm512_loadu_si512((const void *)(x->qs[j] + 64 * r));
+                q[r][0] = _mm512_shuffle_epi8(levels, _mm512_and_si512(bits, m4));
+                q[r][1] = _mm512_shuffle_epi8(levels, _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4));
+            }
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) {
+                const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+                int64_t yq[4];
+                memcpy(yq, y->qs + 32 * j, sizeof yq);
+                __m512i v = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0][0], _mm512_set1_epi64(yq[0]));
+                v = _mm512_dpbusd_epi32(v, q[1][0], _mm512_set1_epi64(yq[1]));
+                v = _mm512_dpbusd_epi32(v, q[0][1], _mm512_set1_epi64(yq[2]));
+                v = _mm512_dpbusd_epi32(v, q[1][1], _mm512_set1_epi64(yq[3]));
+                v = _mm512_sub_epi32(v, _mm512_set1_epi32(64 * (y->bsums[2 * j] + y->bsums[2 * j + 1])));
+                sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(v, sc));
+            }
+        }
+        const __m512 d = _mm512_permutexvar_ps(row_of_lane,
+                                               _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d))));
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(kq_act_block(a, a_stride, t, i)->d)),
+                                     _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, rows_of_pairs(acc[t]));
+}
+
+PACKED_ENTRY(cpu_dot_iq4_xsx8_q8_K_avx512, iq4_xsx8_dot)
 
 /* ---- Q8_0, 8 rows a 32-element block -----------------------------------------------
  * Four registers of signed codes (register p: 8 codes of each row, lane 2r +

@@ -139,6 +139,7 @@ void cpu_pack_legacy_x8(nib_type t, const uint8_t *w, size_t w_stride, int64_t i
         nib_half *dd = NULL, *dm = NULL;
         uint8_t (*dqh)[Q4_KX8_ROWS] = NULL, (*dqs)[8 * Q4_KX8_ROWS] = NULL;
         switch (t) {
+        case NIB_TYPE_IQ4_NL: /* Q4_0's bytes */
         case NIB_TYPE_Q4_0: {
             const block_q4_0 *b = (const block_q4_0 *)row + i;
             block_q4_0x8 *o = dst;
@@ -200,6 +201,19 @@ void cpu_pack_legacy_x8(nib_type t, const uint8_t *w, size_t w_stride, int64_t i
     }
 }
 
+/* IQ4_XS (repack.h): the scales unbiased to bytes, the nibbles as Q4_0x8's */
+void cpu_pack_iq4_xsx8(const uint8_t *w, size_t w_stride, int64_t i, block_iq4_xsx8 *dst) {
+    for (int r = 0; r < Q4_KX8_ROWS; r++) {
+        const block_iq4_xs *b = (const block_iq4_xs *)(w + (size_t)r * w_stride) + i;
+        dst->d[r] = b->d;
+        for (int j = 0; j < 8; j++) {
+            const int lo = (b->scales_l[j / 2] >> (4 * (j % 2))) & 15, hi = (b->scales_h >> (2 * j)) & 3;
+            dst->sc[j][r] = (int8_t)((lo | hi << 4) - 32);
+            memcpy(&dst->qs[j][8 * r], b->qs + 16 * j, 8), memcpy(&dst->qs[j][64 + 8 * r], b->qs + 16 * j + 8, 8);
+        }
+    }
+}
+
 void cpu_quantize_q8_0s(const float *x, void *dst, int64_t n) {
     /* the Q8_0 quantizer's blocks, then widened in place from the last one
      * down (block b moves from 34b to 36b: nothing unread is overwritten) */
@@ -236,6 +250,7 @@ PACKER(pack_q4_0x8, NIB_TYPE_Q4_0, Q4_KX8_PAIRS)
 PACKER(pack_q5_0x8, NIB_TYPE_Q5_0, Q4_KX8_PAIRS)
 PACKER(pack_q4_1x8, NIB_TYPE_Q4_1, Q4_KX8_PAIRS)
 PACKER(pack_q5_1x8, NIB_TYPE_Q5_1, Q4_KX8_PAIRS)
+PACKER(pack_iq4_nlx8, NIB_TYPE_IQ4_NL, Q4_KX8_PAIRS)
 PACKER(pack_q4_0x8_quads, NIB_TYPE_Q4_0, Q4_KX8_QUADS)
 PACKER(pack_q8_0x8_quads, NIB_TYPE_Q8_0, Q4_KX8_QUADS)
 PACKER(pack_q5_0x8_quads, NIB_TYPE_Q5_0, Q4_KX8_QUADS)
@@ -253,6 +268,9 @@ static void pack_q5_Kx8q(const uint8_t *w, size_t w_stride, int64_t i, void *dst
 }
 static void pack_q6_Kx8q(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
     cpu_pack_q6_Kx8q(w, w_stride, i, dst);
+}
+static void pack_iq4_xsx8(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
+    cpu_pack_iq4_xsx8(w, w_stride, i, dst);
 }
 static void pack_q4_Kx8_quads(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
     cpu_pack_q4_Kx8(w, w_stride, i, Q4_KX8_QUADS, dst);
@@ -301,6 +319,10 @@ static const cpu_packed pack_rows[] = {
      cpu_dot_q4_1x8_q8_1_avx512, NULL, 0, 0, 1},
     {NIB_TYPE_Q5_1, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q5_1x8), pack_q5_1x8,
      cpu_dot_q5_1x8_q8_1_avx512, NULL, 0, 0, 1},
+    {NIB_TYPE_IQ4_NL, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_q4_0x8), pack_iq4_nlx8,
+     cpu_dot_iq4_nlx8_q8_0s_avx512, cpu_quantize_q8_0s, sizeof(block_q8_0s), 32, 1},
+    {NIB_TYPE_IQ4_XS, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, QK_K, sizeof(block_iq4_xsx8), pack_iq4_xsx8,
+     cpu_dot_iq4_xsx8_q8_K_avx512, NULL, 0, 0, 1},
 };
 
 bool cpu_packed_get(nib_type wtype, cpu_packed *p) {

@@ -152,6 +152,23 @@ NIB_STATIC_ASSERT(sizeof(block_q5_0x8) == 8 * sizeof(block_q5_0), "block_q5_0x8 
 NIB_STATIC_ASSERT(sizeof(block_q4_1x8) == 8 * sizeof(block_q4_1), "block_q4_1x8 size");
 NIB_STATIC_ASSERT(sizeof(block_q5_1x8) == 8 * sizeof(block_q5_1), "block_q5_1x8 size");
 
+/* IQ4_NL (PAIRS only) is packed as Q4_0: its block is Q4_0's bytes (d, 16
+ * bytes of nibbles in the same element order), the nibbles indexing the 16
+ * IQ4 levels instead of standing for q - 8. */
+
+/* IQ4_XS, 8 rows (PAIRS only): each row's d, its eight 6-bit scales unbiased
+ * to int8 (-32..31: sc[sub-block][row]), and each 32-element sub-block's
+ * nibbles of the 8 rows as Q4_0x8's qs (qs[j][64p + 8r + i] = the file's
+ * qs[16j + 8p + i] of row r: low nibble element 8p + i, high 16 + 8p + i).
+ * x = d * sc * level[q]. 16 bytes more than the 8 rows it replaces. */
+typedef struct {
+    nib_half d[Q4_KX8_ROWS];
+    int8_t sc[8][Q4_KX8_ROWS];
+    uint8_t qs[8][16 * Q4_KX8_ROWS];
+} block_iq4_xsx8;
+NIB_STATIC_ASSERT(sizeof(block_iq4_xsx8) == 8 * sizeof(block_iq4_xs) + 16, "block_iq4_xsx8 size");
+void cpu_pack_iq4_xsx8(const uint8_t *w, size_t w_stride, int64_t i, block_iq4_xsx8 *dst);
+
 /* Q8_0: qs[p][8r + i] is row r's code 8p + i (Q4_KX8_PAIRS, AVX-512); in
  * Q4_KX8_QUADS (AVX2) byte 32k + 4r + b of qs (flat) is row r's code 4k + b. */
 typedef struct { nib_half d[Q4_KX8_ROWS]; int8_t qs[4][8 * Q4_KX8_ROWS]; } block_q8_0x8;

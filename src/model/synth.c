@@ -79,6 +79,7 @@ static const nib_synth_ftype ftypes[] = {
      * the LM head in Q6_K; llama.cpp's per-tensor rules for them (which give
      * some attention and FFN matrices more bits) are not reproduced */
     {"IQ4_XS", NIB_TYPE_IQ4_XS, 30,   true},
+    {"IQ4_NL", NIB_TYPE_IQ4_NL, 25,   true},
     {"IQ3_XXS", NIB_TYPE_IQ3_XXS, 23, true},
     {"IQ3_S",  NIB_TYPE_IQ3_S, 26,    true},
     {"IQ2_XXS", NIB_TYPE_IQ2_XXS, 19, true},
