@@ -1120,6 +1120,69 @@ static void test_matmul_packed(void) {
     if (!tested) SKIP("no packed layout at this CPU's SIMD levels");
 }
 
+/* The lattice formats' prompts decoded ahead (cpu_kernel.decode_x8) give
+ * the x4 form's sums: both are exact integer sums per super-block with one
+ * float scale, so the outputs differ only by the order of float additions
+ * (bounded here by 1e-5 of the row's magnitude sum |w||a|); a token's bits
+ * do not depend on which other tokens (4 or more) share its batch, or on
+ * the thread count; rows past the last group of 8 take the x4 form. */
+static void test_matmul_decoded(void) {
+    static const nib_type types[] = {NIB_TYPE_IQ2_XXS, NIB_TYPE_IQ2_XS, NIB_TYPE_IQ2_S, NIB_TYPE_IQ3_XXS,
+                                     NIB_TYPE_IQ3_S};
+    if (nib_cpu_detect_simd() < NIB_SIMD_AVX512_VNNI) {
+        SKIP("no AVX-512 VNNI: prompts in the lattice formats take the x4 form");
+        return;
+    }
+    nib_error err;
+    nib_pool *pool = nib_pool_new(3, &err);
+    CHECK(pool != NULL, "pool: %s", err.msg);
+    const nib_simd_level prev = nib_cpu_simd_level();
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0] && pool; ti++) {
+        const nib_type t = types[ti];
+        cpu_kernel k;
+        cpu_kernel_get_at(t, NIB_SIMD_AVX512_VNNI, &k);
+        CHECK(k.decode_x8 && k.decoded_dot, "%s: no decoder at avx512-vnni", tr(t)->name);
+        rng_seed(900 + (int)ti);
+        const int64_t n_in = 2560, n_out = 8 * 5 + 3, n_tok = 17; /* 10 super-blocks: two pieces */
+        const size_t wrb = row_bytes(t, n_in);
+        uint8_t *W = malloc(wrb * n_out), *scratch = malloc(nib_cpu_matmul_scratch_bytes(t, n_in, n_tok));
+        float *X = malloc(sizeof(float) * n_in * n_tok), *Yd = malloc(sizeof(float) * n_out * n_tok);
+        float *Yx = malloc(sizeof(float) * n_out * n_tok), *Y5 = malloc(sizeof(float) * n_out * 5);
+        float *wf = malloc(sizeof(float) * n_in), *Yt = malloc(sizeof(float) * n_out * n_tok);
+        for (int64_t o = 0; o < n_out; o++) random_blocks(t, W + o * wrb, n_in);
+        for (int64_t q = 0; q < n_tok; q++) activation_floats(X + q * n_in, n_in);
+        poison(Yd, n_out * n_tok), poison(Yx, n_out * n_tok), poison(Yt, n_out * n_tok);
+        nib_cpu_set_simd_level(NIB_SIMD_AVX512_VNNI);
+        CHECK(nib_cpu_matmul(NULL, t, W, n_in, n_out, X, n_tok, Yd, scratch) == NIB_OK, "decoded");
+        CHECK(nib_cpu_matmul(pool, t, W, n_in, n_out, X, n_tok, Yt, scratch) == NIB_OK, "decoded, 3 threads");
+        CHECK(memcmp(Yd, Yt, sizeof(float) * n_out * n_tok) == 0, "%s decoded: 1 and 3 threads differ", tr(t)->name);
+        poison(Y5, n_out * 5);
+        CHECK(nib_cpu_matmul(pool, t, W, n_in, n_out, X + 12 * n_in, 5, Y5, scratch) == NIB_OK, "decoded, 5 tokens");
+        CHECK(memcmp(Y5, Yd + 12 * n_out, sizeof(float) * n_out * 5) == 0, "%s decoded: tokens 12-16 alone differ",
+              tr(t)->name);
+        nib_cpu_set_simd_level(NIB_SIMD_AVX2);
+        CHECK(nib_cpu_matmul(pool, t, W, n_in, n_out, X, n_tok, Yx, scratch) == NIB_OK, "x4");
+        nib_cpu_set_simd_level(prev);
+        /* the bound: 1e-5 of sum |w_i| |x_i| (the activations' quantization is the same in both) */
+        int bad = 0;
+        double worst = 0;
+        for (int64_t o = 0; o < n_out; o++) {
+            tr(t)->dequantize(W + o * wrb, wf, n_in);
+            for (int64_t q = 0; q < n_tok; q++) {
+                double m = 0;
+                for (int64_t i = 0; i < n_in; i++) m += fabs((double)wf[i] * X[q * n_in + i]);
+                const double e = fabs((double)Yd[q * n_out + o] - Yx[q * n_out + o]) / (1e-5 * m);
+                worst = fmax(worst, e);
+                bad += !(e <= 1.0);
+            }
+        }
+        CHECK(bad == 0, "%s decoded: %d outputs off the x4 form's by more than 1e-5 of sum |w||x|", tr(t)->name, bad);
+        printf("      %-7s decoded vs x4: worst difference / bound %.4f\n", tr(t)->name, worst);
+        free(W), free(scratch), free(X), free(Yd), free(Yx), free(Y5), free(wf), free(Yt);
+    }
+    nib_pool_free(pool);
+}
+
 static void test_repack_rejects_bad_args(void) {
     const nib_simd_level prev = nib_cpu_simd_level();
     int level = (int)nib_cpu_detect_simd() + 1;
@@ -1197,6 +1260,7 @@ int main(void) {
     RUN(test_repack_legacy_layout);
     RUN(test_repack_iq4_layout);
     RUN(test_matmul_packed);
+    RUN(test_matmul_decoded);
     RUN(test_repack_rejects_bad_args);
     RUN(test_get_row);
     return test_summary();

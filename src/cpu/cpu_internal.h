@@ -40,6 +40,16 @@ typedef void (*cpu_vec_dot_x4_fn)(int64_t n, const void *w, const void *a, size_
 typedef void (*cpu_vec_dot_2x4_fn)(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
                                    float *out);
 
+/* Super-block i of 8 consecutive weight rows (w_stride bytes apart) decoded
+ * into a block_i8x8 (cpu/repack.h). */
+typedef void (*cpu_decode_x8_fn)(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+/* A weight layout of the CPU's own (cpu/repack.h): groups of `rows` rows,
+ * each super-block of a group (block_elems elements of every row) packed
+ * into group_block_bytes. dot: n elements of one group against nt (1..4)
+ * activation rows (a, a + a_stride, ...) into out[t * rows + r]; a (row,
+ * token)'s result does not depend on nt. */
+typedef void (*cpu_packed_dot_fn)(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
+
 /* What nib_cpu_matmul runs for one weight type at the active level. */
 typedef struct cpu_kernel {
     nib_vec_dot_fn vec_dot;     /* weight row . activation row */
@@ -50,14 +60,12 @@ typedef struct cpu_kernel {
     nib_quantize_fn quantize;   /* and its quantizer (NULL when act_f32) */
     size_t act_block_bytes;     /* bytes per act_block_elems of activation */
     int64_t act_block_elems;
+    /* prompts: 8 rows at a time decoded ahead into block_i8x8 and dotted by
+     * decoded_dot with every token of a block (both NULL: the x4 form) */
+    cpu_decode_x8_fn decode_x8;
+    cpu_packed_dot_fn decoded_dot;
 } cpu_kernel;
 
-/* A weight layout of the CPU's own (cpu/repack.h): groups of `rows` rows,
- * each super-block of a group (block_elems elements of every row) packed
- * into group_block_bytes. dot: n elements of one group against nt (1..4)
- * activation rows (a, a + a_stride, ...) into out[t * rows + r]; a (row,
- * token)'s result does not depend on nt. */
-typedef void (*cpu_packed_dot_fn)(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 /* A packed kernel's entry point from its always-inline body, with nt (1..4)
  * a compile-time constant: body(nt, n, p, a, a_stride, out), or with a
  * leading format argument f: body(f, nt, n, p, a, a_stride, out). */
@@ -168,6 +176,11 @@ void cpu_dot_tq1_0_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t 
 void cpu_dot_iq1_s_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_iq1_m_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_iq2_xxs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_decode_x8_iq2_xxs_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+void cpu_decode_x8_iq2_xs_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+void cpu_decode_x8_iq2_s_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+void cpu_decode_x8_iq3_xxs_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+void cpu_decode_x8_iq3_s_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
 void cpu_dot_iq2_xs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_iq2_s_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_iq3_xxs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
@@ -190,6 +203,7 @@ void cpu_dot_q4_1x8_q8_1_avx512(int64_t n, const void *p, const void *a, size_t 
 void cpu_dot_q5_1x8_q8_1_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_iq4_nlx8_q8_0s_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_iq4_xsx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
+void cpu_dot_i8x8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 
 /* ---- AVX-512 F/BW/VL + VNNI -------------------------------------------------------- */
 float cpu_dot_q4_0_q8_0_avx512(int64_t n, const void *w, const void *a);

@@ -90,6 +90,17 @@ static const cpu_type_row type_rows[NIB_TYPE_COUNT] = {
                         {[L_AVX2] = cpu_dot_tq2_0_q8_K_x4_avx2, [L_512] = cpu_dot_tq2_0_q8_K_x4_avx512}, {0}},
 };
 
+/* Prompts in the lattice formats: 8 rows decoded ahead (block_i8x8) and
+ * dotted with a token block's every token by one AVX-512 kernel, so each
+ * block is decoded once per token block instead of once per 4 tokens
+ * (cpu_kernel.decode_x8). The decoders are AVX2 code; the pair runs at the
+ * AVX-512 level. */
+static const cpu_decode_x8_fn decode_rows[NIB_TYPE_COUNT] = {
+    [NIB_TYPE_IQ2_XXS] = cpu_decode_x8_iq2_xxs_avx2, [NIB_TYPE_IQ2_XS] = cpu_decode_x8_iq2_xs_avx2,
+    [NIB_TYPE_IQ2_S] = cpu_decode_x8_iq2_s_avx2,     [NIB_TYPE_IQ3_XXS] = cpu_decode_x8_iq3_xxs_avx2,
+    [NIB_TYPE_IQ3_S] = cpu_decode_x8_iq3_s_avx2,
+};
+
 /* Activation quantizers by activation type and level; NULL falls back the
  * same way, down to the format table's reference quantizer. The AVX-512 level
  * reuses the AVX2 ones: quantizing X is a sliver of a matmul's time. */
@@ -190,6 +201,8 @@ bool cpu_kernel_get_at(nib_type wtype, nib_simd_level level, cpu_kernel *k) {
             break;
         }
     }
+    if (level >= NIB_SIMD_AVX512_VNNI && decode_rows[wtype])
+        k->decode_x8 = decode_rows[wtype], k->decoded_dot = cpu_dot_i8x8_q8_K_avx512;
     k->act_f32 = row->act_f32;
     if (k->act_f32) {
         k->act_type = NIB_TYPE_F32;

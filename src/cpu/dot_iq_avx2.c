@@ -29,6 +29,7 @@
 
 #include "cpu/cpu_internal.h"
 #include "cpu/kquant_scales.h"
+#include "cpu/repack.h"
 #include "cpu/simd_avx2.h"
 #include "quant/blocks.h"
 #include "quant/formats.h"
@@ -292,6 +293,43 @@ static ALWAYS_INLINE void lattice_dot(nib_type type, int nt, int64_t n, const vo
     void cpu_dot_##name##_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) { \
         lattice_dot(TYPE, 4, n, w, a, a_stride, out);                                                         \
     }
+/* Super-block i of 8 rows decoded ahead for a prompt (repack.h block_i8x8):
+ * the same sub-block decoding, the signed weights w stored as w + 128, the
+ * group multipliers 2s + 1 as the scales of the 16-element halves, and d
+ * times the format's step (a power of two: exact). */
+static ALWAYS_INLINE void lattice_decode_x8(nib_type type, const uint8_t *w, size_t w_stride, int64_t i,
+                                            block_i8x8 *o) {
+    const iq_grid_format *f = nib_iq_grid_format(type);
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    for (int r = 0; r < Q4_KX8_ROWS; r++) {
+        const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * f->block_bytes;
+        uint16_t dh;
+        memcpy(&dh, blk, 2);
+        o->d[r] = simd_fp16_to_f32(dh) * f->step;
+        for (int ib = 0; ib < QK_K / 32; ib++) {
+            lat_sub sb;
+            lat_decode(type, f->grid, blk, ib, &sb);
+            const __m256i v = _mm256_xor_si256(_mm256_sub_epi8(_mm256_xor_si256(sb.mag, sb.neg), sb.neg), bias);
+            uint8_t u[32];
+            _mm256_storeu_si256((__m256i *)u, v);
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) memcpy(&o->qs[ib][k][8 * r], u + 8 * k, 8);
+            o->sc[2 * ib][r] = (int16_t)_mm256_extract_epi16(sb.ls, 0);  /* elements 0-15 */
+            o->sc[2 * ib + 1][r] = (int16_t)_mm256_extract_epi16(sb.ls, 8); /* 16-31 */
+        }
+    }
+}
+
+#define LATTICE_DECODE_X8(name, TYPE)                                                              \
+    void cpu_decode_x8_##name##_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst) { \
+        lattice_decode_x8(TYPE, w, w_stride, i, (block_i8x8 *)dst);                              \
+    }
+LATTICE_DECODE_X8(iq2_xxs, NIB_TYPE_IQ2_XXS)
+LATTICE_DECODE_X8(iq2_xs, NIB_TYPE_IQ2_XS)
+LATTICE_DECODE_X8(iq2_s, NIB_TYPE_IQ2_S)
+LATTICE_DECODE_X8(iq3_xxs, NIB_TYPE_IQ3_XXS)
+LATTICE_DECODE_X8(iq3_s, NIB_TYPE_IQ3_S)
+
 LATTICE_ENTRIES(iq2_xxs, NIB_TYPE_IQ2_XXS)
 LATTICE_ENTRIES(iq2_xs, NIB_TYPE_IQ2_XS)
 LATTICE_ENTRIES(iq2_s, NIB_TYPE_IQ2_S)

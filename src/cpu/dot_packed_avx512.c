@@ -379,6 +379,59 @@ static ALWAYS_INLINE void iq4_xsx8_dot(int nt, int64_t n, const void *p, const v
 
 PACKED_ENTRY(cpu_dot_iq4_xsx8_q8_K_avx512, iq4_xsx8_dot)
 
+/* ---- 8 rows decoded ahead (cpu/repack.h block_i8x8) ----------------------------------
+ * The lattice formats' prompt kernel, on blocks their decoders made for a
+ * token block (cpu_kernel.decode_x8). A 32-element sub-block is four
+ * registers of w + 128 (lane 2r + h: elements 8k + 4h.. of row r); two
+ * vpdpbusd each for its two 16-element halves give a lane 8 products, at
+ * most 8 * 190 * 127; the 128 * sum(y) of a half comes off as 64 * sum(y)
+ * in each of its row's two lanes (Q8_K's bsums), one vpmulld by the half's
+ * scale (odd, at most 31), and the super-block stays in int32 (at most 16 *
+ * 2^18 * 31 a lane); then one convert and one multiply-add by d * d_y. */
+static ALWAYS_INLINE void i8x8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride, float *out) {
+    const __m512i row_of_lane = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    __m512 acc[NT_MAX];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
+    const block_i8x8 *x = (const block_i8x8 *)p;
+    for (int64_t i = 0; i < n / QK_K; i++, x++) {
+        __m512i sumi[NT_MAX];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) sumi[t] = _mm512_setzero_si512();
+        for (int j = 0; j < 8; j++) {
+            /* both halves' 8 rows as int32 (lanes 0-7 the first half's), to the rows' lanes */
+            const __m512i sc = _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)x->sc[2 * j]));
+            const __m512i sc0 = _mm512_permutexvar_epi32(row_of_lane, sc);
+            const __m512i sc1 = _mm512_permutexvar_epi32(_mm512_add_epi32(row_of_lane, _mm512_set1_epi32(8)), sc);
+            __m512i q[4];
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) q[k] = _mm512_loadu_si512((const void *)x->qs[j][k]);
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) {
+                const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+                int64_t yq[4];
+                memcpy(yq, y->qs + 32 * j, sizeof yq);
+                __m512i v0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], _mm512_set1_epi64(yq[0]));
+                __m512i v1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[2], _mm512_set1_epi64(yq[2]));
+                v0 = _mm512_dpbusd_epi32(v0, q[1], _mm512_set1_epi64(yq[1]));
+                v1 = _mm512_dpbusd_epi32(v1, q[3], _mm512_set1_epi64(yq[3]));
+                v0 = _mm512_sub_epi32(v0, _mm512_set1_epi32(64 * y->bsums[2 * j]));
+                v1 = _mm512_sub_epi32(v1, _mm512_set1_epi32(64 * y->bsums[2 * j + 1]));
+                sumi[t] = _mm512_add_epi32(sumi[t], _mm512_add_epi32(_mm512_mullo_epi32(v0, sc0), _mm512_mullo_epi32(v1, sc1)));
+            }
+        }
+        const __m512 d = _mm512_permutexvar_ps(row_of_lane, _mm512_castps256_ps512(_mm256_loadu_ps(x->d)));
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(kq_act_block(a, a_stride, t, i)->d)),
+                                     _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, rows_of_pairs(acc[t]));
+}
+
+PACKED_ENTRY(cpu_dot_i8x8_q8_K_avx512, i8x8_dot)
+
 /* ---- Q8_0, 8 rows a 32-element block -----------------------------------------------
  * Four registers of signed codes (register p: 8 codes of each row, lane 2r +
  * h codes 8p + 4h..), against 64-bit broadcasts of the token's unsigned codes

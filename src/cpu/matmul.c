@@ -22,6 +22,10 @@
  *
  * Weights repacked at load (cpu/repack.h, nib_cpu_matmul_packed) go the same
  * way in groups of the layout's rows: each group against four tokens a call.
+ * The lattice formats, whose blocks cost more to decode than to dot, are
+ * decoded ahead for prompts instead (matmul_chunk_decoded): 8 rows at a
+ * time into integers on the stack, once per token block, then dotted with
+ * all of its tokens.
  *
  * Nothing here allocates: the job lives on the caller's stack and the
  * activations in the caller's scratch.
@@ -30,6 +34,7 @@
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/repack.h"
 
 /* Cache budget for a token block's activations and for a chunk's weights
  * when several tokens are processed: a quarter of a typical 1-2 MB L2 each,
@@ -58,6 +63,8 @@ typedef struct matmul_job {
     nib_vec_dot_fn vec_dot;
     cpu_vec_dot_x4_fn vec_dot_x4;   /* NULL: one token at a time */
     cpu_vec_dot_2x4_fn vec_dot_2x4; /* NULL: one row at a time */
+    cpu_decode_x8_fn decode_x8;     /* set: 8 rows at a time decoded ahead (cpu_internal.h) */
+    cpu_packed_dot_fn decoded_dot;
     cpu_packed_dot_fn packed_dot;   /* set: W is packed, groups of packed_rows rows */
     int packed_rows;
     const uint8_t *W;
@@ -112,13 +119,51 @@ static void matmul_chunk_packed(const matmul_job *j, int64_t r0, int64_t r1) {
     }
 }
 
+/* Decoded ahead (cpu_kernel.decode_x8), for several tokens: in each token
+ * block, each group of 8 rows is decoded DECODE_BLOCKS super-blocks at a
+ * time into a buffer on the stack (2.3 KB a super-block) and every token of
+ * the block dotted with the piece, four at a time, so a block is decoded
+ * once per token block. A token's piece sums are added into Y in piece
+ * order, whatever the batch. Returns the first row it left (the last chunk's
+ * n_out % 8 rows go the usual way). */
+#define DECODE_BLOCKS 8
+#define DECODE_MIN_TOKENS 4
+static int64_t matmul_chunk_decoded(const matmul_job *j, int64_t r0, int64_t r1) {
+    block_i8x8 buf[DECODE_BLOCKS];
+    const int64_t nb = j->n_in / QK_K;
+    const size_t a_blk = j->a_row_bytes / (size_t)nb; /* one Q8_K block */
+    int64_t r = r0;
+    for (int64_t t0 = 0; t0 < j->n_tok; t0 += j->tok_block) {
+        const int64_t t1 = t0 + j->tok_block < j->n_tok ? t0 + j->tok_block : j->n_tok;
+        for (r = r0; r + Q4_KX8_ROWS <= r1; r += Q4_KX8_ROWS) {
+            const uint8_t *w = j->W + (size_t)r * j->w_row_bytes;
+            for (int64_t b0 = 0; b0 < nb; b0 += DECODE_BLOCKS) {
+                const int n_blk = nb - b0 < DECODE_BLOCKS ? (int)(nb - b0) : DECODE_BLOCKS;
+                for (int k = 0; k < n_blk; k++) j->decode_x8(w, j->w_row_bytes, b0 + k, &buf[k]);
+                const uint8_t *a = j->A + (size_t)t0 * j->a_row_bytes + (size_t)b0 * a_blk;
+                for (int64_t t = t0; t < t1; t += 4, a += 4 * j->a_row_bytes) {
+                    const int nt = t1 - t < 4 ? (int)(t1 - t) : 4;
+                    float out[4 * Q4_KX8_ROWS];
+                    j->decoded_dot((int64_t)n_blk * QK_K, buf, a, j->a_row_bytes, nt, out);
+                    for (int k = 0; k < nt; k++) {
+                        float *y = j->Y + (t + k) * j->n_out + r;
+                        for (int q = 0; q < Q4_KX8_ROWS; q++) y[q] = b0 ? y[q] + out[k * Q4_KX8_ROWS + q] : out[k * Q4_KX8_ROWS + q];
+                    }
+                }
+            }
+        }
+    }
+    return r;
+}
+
 static void matmul_chunk(const matmul_job *j, int64_t c) {
-    const int64_t r0 = c * j->chunk_rows;
+    int64_t r0 = c * j->chunk_rows;
     const int64_t r1 = r0 + j->chunk_rows < j->n_out ? r0 + j->chunk_rows : j->n_out;
     if (j->packed_dot) {
         matmul_chunk_packed(j, r0, r1);
         return;
     }
+    if (j->decode_x8 && j->n_tok >= DECODE_MIN_TOKENS && (r0 = matmul_chunk_decoded(j, r0, r1)) == r1) return;
     if (j->n_tok == 1) {
         const uint8_t *w = j->W + (size_t)r0 * j->w_row_bytes;
         for (int64_t r = r0; r < r1; r++, w += j->w_row_bytes) {
@@ -239,6 +284,10 @@ static nib_status matmul_run(nib_pool *pool, nib_type wtype, const cpu_packed *p
     /* a multiple of 4 keeps neighbouring threads' output writes mostly off
      * each other's cache lines; packed chunks are whole groups */
     int64_t align = 4;
+    if (k.decode_x8 && n_tok >= DECODE_MIN_TOKENS && n_in % QK_K == 0) {
+        j.decode_x8 = k.decode_x8, j.decoded_dot = k.decoded_dot;
+        align = Q4_KX8_ROWS;
+    }
     if (packed) {
         j.packed_dot = packed->dot, j.packed_rows = packed->rows;
         j.w_row_bytes = (size_t)(n_in / packed->block_elems) * packed->group_block_bytes;

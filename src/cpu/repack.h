@@ -169,6 +169,21 @@ typedef struct {
 NIB_STATIC_ASSERT(sizeof(block_iq4_xsx8) == 8 * sizeof(block_iq4_xs) + 16, "block_iq4_xsx8 size");
 void cpu_pack_iq4_xsx8(const uint8_t *w, size_t w_stride, int64_t i, block_iq4_xsx8 *dst);
 
+/* A super-block of 8 rows decoded to integers, for the formats whose
+ * blocks cost more to decode than to dot (the lattices): made while a
+ * prompt is multiplied (cpu_kernel.decode_x8), not kept. Row r's element
+ * 32j + 8k + e is d[r] * sc[2j + (k >= 2)][r] * (qs[j][k][8r + e] - 128):
+ * register k of sub-block j holds 8 elements of each row, as Q4_0x8's (lane
+ * 2r + h: elements 8k + 4h..), against one 64-bit broadcast of the token's
+ * codes; sc holds an integer scale a 16 elements; d the format's fp16 d
+ * times its fixed step. */
+typedef struct {
+    float d[Q4_KX8_ROWS];
+    int16_t sc[16][Q4_KX8_ROWS];
+    uint8_t qs[8][4][8 * Q4_KX8_ROWS];
+} block_i8x8;
+NIB_STATIC_ASSERT(sizeof(block_i8x8) == 2336, "block_i8x8 size");
+
 /* Q8_0: qs[p][8r + i] is row r's code 8p + i (Q4_KX8_PAIRS, AVX-512); in
  * Q4_KX8_QUADS (AVX2) byte 32k + 4r + b of qs (flat) is row r's code 4k + b. */
 typedef struct { nib_half d[Q4_KX8_ROWS]; int8_t qs[4][8 * Q4_KX8_ROWS]; } block_q8_0x8;
