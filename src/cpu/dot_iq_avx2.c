@@ -427,6 +427,69 @@ static ALWAYS_INLINE void iq1_dot(bool m, int nt, int64_t n, const void *w, cons
     for (int t = 0; t < nt; t++) out[t] = simd_hsum_f32x8(acc[t]);
 }
 
+/* Super-block i of 8 rows decoded ahead (repack.h block_i8x8): weight =
+ * (d / 8) * ls * (8 v + s), s = +-1 the group's shift direction, so the
+ * integers 8 v + s (at most 9) stored + 128, ls as the halves' scales. */
+static ALWAYS_INLINE void iq1_decode_x8(bool m, const uint8_t *w, size_t w_stride, int64_t i, block_i8x8 *o) {
+    const size_t bb = m ? sizeof(block_iq1_m) : sizeof(block_iq1_s);
+    const __m256i m8 = _mm256_set1_epi8((char)0xF8), bias = _mm256_set1_epi8((char)0x80);
+    for (int r = 0; r < Q4_KX8_ROWS; r++) {
+        const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bb;
+        const block_iq1_s *xs = (const block_iq1_s *)blk;
+        const block_iq1_m *xm = (const block_iq1_m *)blk;
+        for (int ib = 0; ib < QK_K / 32; ib++) {
+            unsigned idx[4], lo, hi;
+            int64_t sg[4]; /* each group's shift, +-1 in all 8 bytes */
+            const uint8_t *qs = m ? xm->qs + 4 * ib : xs->qs + 4 * ib;
+            if (m) {
+                uint16_t sw;
+                memcpy(&sw, xm->scales + 2 * (ib / 2), 2);
+                const unsigned sc = (unsigned)sw >> (6 * (ib % 2));
+                for (int g = 0; g < 4; g++) {
+                    const unsigned h = (unsigned)xm->qh[2 * ib + g / 2] >> (4 * (g % 2));
+                    idx[g] = qs[g] | (h & 7u) << 8;
+                    sg[g] = (h >> 3) & 1u ? -1 : 0x0101010101010101;
+                }
+                lo = 2u * (sc & 7u) + 1u, hi = 2u * ((sc >> 3) & 7u) + 1u;
+            } else {
+                const unsigned h = xs->qh[ib];
+                for (int g = 0; g < 4; g++) idx[g] = qs[g] | ((h >> (3 * g)) & 7u) << 8, sg[g] = h >> 15 ? -1 : 0x0101010101010101;
+                lo = hi = 2u * ((h >> 12) & 7u) + 1u;
+            }
+            const __m256i v = _mm256_set_epi64x((int64_t)iq1_row(idx[3]), (int64_t)iq1_row(idx[2]),
+                                                (int64_t)iq1_row(idx[1]), (int64_t)iq1_row(idx[0]));
+            const __m256i v8 = _mm256_and_si256(_mm256_slli_epi16(v, 3), m8); /* 8 v, bytewise */
+            const __m256i q = _mm256_add_epi8(v8, _mm256_set_epi64x(sg[3], sg[2], sg[1], sg[0]));
+            uint8_t u[32];
+            _mm256_storeu_si256((__m256i *)u, _mm256_xor_si256(q, bias));
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) memcpy(&o->qs[ib][k][8 * r], u + 8 * k, 8);
+            o->sc[2 * ib][r] = (int16_t)lo, o->sc[2 * ib + 1][r] = (int16_t)hi;
+        }
+        float xd;
+        if (m) {
+            uint16_t bits = 0;
+            for (int k = 0; k < 4; k++) {
+                uint16_t sw;
+                memcpy(&sw, xm->scales + 2 * k, 2);
+                bits |= (uint16_t)((sw >> 12) << (4 * k));
+            }
+            xd = simd_fp16_to_f32(bits);
+        } else {
+            uint16_t dh;
+            memcpy(&dh, blk, 2);
+            xd = simd_fp16_to_f32(dh);
+        }
+        o->d[r] = xd * 0.125f;
+    }
+}
+void cpu_decode_x8_iq1_s_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
+    iq1_decode_x8(false, w, w_stride, i, (block_i8x8 *)dst);
+}
+void cpu_decode_x8_iq1_m_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
+    iq1_decode_x8(true, w, w_stride, i, (block_i8x8 *)dst);
+}
+
 float cpu_dot_iq1_s_q8_K_avx2(int64_t n, const void *w, const void *a) {
     float r;
     iq1_dot(false, 1, n, w, a, 0, &r);
