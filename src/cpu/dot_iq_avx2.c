@@ -318,6 +318,7 @@ static ALWAYS_INLINE void lattice_decode_x8(nib_type type, const uint8_t *w, siz
             o->sc[2 * ib + 1][r] = (int16_t)_mm256_extract_epi16(sb.ls, 8); /* 16-31 */
         }
     }
+    i8x8_fill_off(o);
 }
 
 #define LATTICE_DECODE_X8(name, TYPE)                                                              \
@@ -482,6 +483,7 @@ static ALWAYS_INLINE void iq1_decode_x8(bool m, const uint8_t *w, size_t w_strid
         }
         o->d[r] = xd * 0.125f;
     }
+    i8x8_fill_off(o);
 }
 void cpu_decode_x8_iq1_s_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
     iq1_decode_x8(false, w, w_stride, i, (block_i8x8 *)dst);

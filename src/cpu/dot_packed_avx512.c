@@ -384,12 +384,21 @@ PACKED_ENTRY(cpu_dot_iq4_xsx8_q8_K_avx512, iq4_xsx8_dot)
  * token block (cpu_kernel.decode_x8). A 32-element sub-block is four
  * registers of w + 128 (lane 2r + h: elements 8k + 4h.. of row r); two
  * vpdpbusd each for its two 16-element halves give a lane 8 products, at
- * most 8 * 190 * 127; the 128 * sum(y) of a half comes off as 64 * sum(y)
- * in each of its row's two lanes (Q8_K's bsums), one vpmulld by the half's
- * scale (odd, at most 31), and the super-block stays in int32 (at most 16 *
- * 2^18 * 31 a lane); then one convert and one multiply-add by d * d_y. */
+ * most 8 * 190 * 127, and one vpmulld by the half's scale (at most 31):
+ * the super-block stays in int32 (at most 16 * 2^18 * 31 a lane). The + 128
+ * comes off once a super-block and token, not a half: 128 * sum_h sc_h *
+ * bsums_h per row, four vpdpwssd of the block's off pairs with the token's
+ * bsums permuted to match (a row's two lanes take its even and odd
+ * halves). Then one convert and one multiply-add by d * d_y. */
 static ALWAYS_INLINE void i8x8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride, float *out) {
     const __m512i row_of_lane = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    /* the bsums pairs of off[m]'s lanes: lane L takes halves 4m + L % 2 and 4m + L % 2 + 2 */
+    __m512i bs_idx[4];
+    for (int m = 0; m < 4; m++) {
+        short idx[32];
+        for (int L = 0; L < 16; L++) idx[2 * L] = (short)(4 * m + L % 2), idx[2 * L + 1] = (short)(4 * m + L % 2 + 2);
+        bs_idx[m] = _mm512_loadu_si512((const void *)idx);
+    }
     __m512 acc[NT_MAX];
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
@@ -397,7 +406,14 @@ static ALWAYS_INLINE void i8x8_dot(int nt, int64_t n, const void *p, const void 
     for (int64_t i = 0; i < n / QK_K; i++, x++) {
         __m512i sumi[NT_MAX];
 #pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) sumi[t] = _mm512_setzero_si512();
+        for (int t = 0; t < nt; t++) {
+            const __m512i bs = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)kq_act_block(a, a_stride, t, i)->bsums));
+            __m512i c = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; m++)
+                c = _mm512_dpwssd_epi32(c, _mm512_loadu_si512((const void *)x->off[m]), _mm512_permutexvar_epi16(bs_idx[m], bs));
+            sumi[t] = _mm512_sub_epi32(_mm512_setzero_si512(), c);
+        }
         for (int j = 0; j < 8; j++) {
             /* both halves' 8 rows as int32 (lanes 0-7 the first half's), to the rows' lanes */
             const __m512i sc = _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)x->sc[2 * j]));
@@ -415,8 +431,6 @@ static ALWAYS_INLINE void i8x8_dot(int nt, int64_t n, const void *p, const void 
                 __m512i v1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[2], _mm512_set1_epi64(yq[2]));
                 v0 = _mm512_dpbusd_epi32(v0, q[1], _mm512_set1_epi64(yq[1]));
                 v1 = _mm512_dpbusd_epi32(v1, q[3], _mm512_set1_epi64(yq[3]));
-                v0 = _mm512_sub_epi32(v0, _mm512_set1_epi32(64 * y->bsums[2 * j]));
-                v1 = _mm512_sub_epi32(v1, _mm512_set1_epi32(64 * y->bsums[2 * j + 1]));
                 sumi[t] = _mm512_add_epi32(sumi[t], _mm512_add_epi32(_mm512_mullo_epi32(v0, sc0), _mm512_mullo_epi32(v1, sc1)));
             }
         }

@@ -176,13 +176,26 @@ void cpu_pack_iq4_xsx8(const uint8_t *w, size_t w_stride, int64_t i, block_iq4_x
  * register k of sub-block j holds 8 elements of each row, as Q4_0x8's (lane
  * 2r + h: elements 8k + 4h..), against one 64-bit broadcast of the token's
  * codes; sc holds an integer scale a 16 elements; d the format's fp16 d
- * times its fixed step. */
+ * times its fixed step. off holds the same scales times 128 in vpdpwssd
+ * pairs for the + 128's correction: off[m][2r + h] = (sc[4m + h][r],
+ * sc[4m + h + 2][r]) * 128, so the lanes of row r cover its even (h = 0)
+ * and odd (h = 1) 16-element halves. */
 typedef struct {
     float d[Q4_KX8_ROWS];
     int16_t sc[16][Q4_KX8_ROWS];
+    int16_t off[4][2 * Q4_KX8_ROWS][2];
     uint8_t qs[8][4][8 * Q4_KX8_ROWS];
 } block_i8x8;
-NIB_STATIC_ASSERT(sizeof(block_i8x8) == 2336, "block_i8x8 size");
+NIB_STATIC_ASSERT(sizeof(block_i8x8) == 2592, "block_i8x8 size");
+/* block_i8x8's off from its sc (after a decoder filled sc) */
+static inline void i8x8_fill_off(block_i8x8 *o) {
+    for (int m = 0; m < 4; m++)
+        for (int r = 0; r < Q4_KX8_ROWS; r++)
+            for (int h = 0; h < 2; h++) {
+                o->off[m][2 * r + h][0] = (int16_t)(128 * o->sc[4 * m + h][r]);
+                o->off[m][2 * r + h][1] = (int16_t)(128 * o->sc[4 * m + h + 2][r]);
+            }
+}
 
 /* Q8_0: qs[p][8r + i] is row r's code 8p + i (Q4_KX8_PAIRS, AVX-512); in
  * Q4_KX8_QUADS (AVX2) byte 32k + 4r + b of qs (flat) is row r's code 4k + b. */
