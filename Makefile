@@ -33,7 +33,8 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 # The CUDA runtime is linked statically (-lcudart_static): a binary built with
 # CUDA still starts on a machine with no NVIDIA driver and says why CUDA is off.
 #   make test-gpu   the GPU tests (tests/gpu/); without a GPU: one SKIP with the reason
-#   make gpu-lab    the GEMV kernel lab (dev/cuda/gemv_lab.cu), a standalone program
+#   make gpu-lab    the GEMV kernel lab (dev/cuda/gemv_lab.cu), a standalone program, and the
+#                   prompt decoder's lab (dev/cuda/dequant_lab.cu), which links the library
 NVCC          ?= nvcc
 NIB_CUDA      ?= $(if $(shell command -v $(NVCC) 2>/dev/null),1,0)
 NIB_CUDA_ARCH ?= 80 86 89 90
@@ -53,10 +54,14 @@ LDLIBS        += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
 $(BUILD)/src/cuda/%.o: src/cuda/%.cu $(CUDA_HDR)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
-gpu-lab: $(BUILD)/dev/cuda/gemv_lab
+gpu-lab: $(BUILD)/dev/cuda/gemv_lab $(BUILD)/dev/cuda/dequant_lab
 $(BUILD)/dev/cuda/gemv_lab: dev/cuda/gemv_lab.cu $(CUDA_HDR)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -o $@ $<
+$(BUILD)/dev/cuda/dequant_lab: dev/cuda/dequant_lab.cu $(CUDA_HDR) $(BUILD)/libnib.a
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c -o $@.o $<
+	$(CC) -o $@ $@.o $(BUILD)/libnib.a $(LDLIBS)
 else
 gpu-lab:
 	@echo "gpu-lab: no nvcc (or NIB_CUDA=0): the kernel lab needs CUDA"

@@ -29,6 +29,8 @@
 #include <cuda_fp16.h>
 #include <stdio.h>
 
+#include <atomic>
+
 #include "cuda/cuda_dequant.h"
 #include "cuda/cuda_internal.h"
 #include "cuda/gpu_layout.h"
@@ -46,37 +48,34 @@ __device__ __forceinline__ uint32_t ldb(const uint8_t *p) { return __ldg(p); }
 __device__ __forceinline__ uint32_t ld16(const uint8_t *p) { return ldb(p) | ldb(p + 1) << 8; }
 __device__ __forceinline__ uint32_t ld32(const uint8_t *p) { return ld16(p) | ld16(p + 2) << 16; }
 
-/* A block of a tiled matrix (gemv_tiled.cuh): byte off of block `lane` of
- * the tile at t is in 16-byte chunk off / 16 at 512 (off / 16) + 16 lane, or
- * past the CH chunks (the block's last `side` bytes: Q6_K's d, Q2_K's d and
- * dmin) at 512 CH + side lane. The decoders that serve tiled matrices (the
- * formats with CH, SIDE and UNIT 1) take it where they take a block pointer. */
+/* A block of a tiled matrix (gemv_tiled.cuh), staged in shared memory by
+ * t32_copy (below): its chunks and then its side bytes, back to back, which
+ * is the device block's own byte order (zero-padded where the tiled form
+ * pads: Q3_K's 110 bytes to 7 chunks). So byte off is just s[off]; the
+ * decoders that serve tiled matrices (the formats with CH, SIDE and UNIT 1)
+ * take it where they take a block pointer. */
 struct t32_ptr {
-    const uint8_t *t;
-    int lane, ch, side, off;
-    __device__ t32_ptr operator+(int k) const { return {t, lane, ch, side, off + k}; }
+    const uint8_t *s; /* shared memory */
+    __device__ t32_ptr operator+(int k) const { return {s + k}; }
 };
-__device__ __forceinline__ uint32_t ldb(t32_ptr p) {
-    return __ldg(p.off < 16 * p.ch ? p.t + 512 * (p.off >> 4) + 16 * p.lane + (p.off & 15)
-                                   : p.t + 512 * p.ch + p.side * p.lane + (p.off - 16 * p.ch));
-}
+__device__ __forceinline__ uint32_t ldb(t32_ptr p) { return *p.s; }
 __device__ __forceinline__ uint32_t ld16(t32_ptr p) { return ldb(p) | ldb(p + 1) << 8; }
 __device__ __forceinline__ uint32_t ld32(t32_ptr p) { return ld16(p) | ld16(p + 2) << 16; }
-/* A legacy format's 32-element block j of 8 in a tiled block (gemv_tiled.cuh
- * t32_legacy_chunk): its header (file bytes 0..h-1: d; d, m; d, qh...) at
- * byte h j of the header chunks, which follow the 8 CQ chunks of quants; its
- * quant byte k (file byte h + k) in chunk CQ j + k / 16 at k % 16 (CQ chunks
- * of quants a block: 1 but for Q8_0). */
+/* A legacy format's 32-element block j of 8 in a tiled block staged the
+ * same way (gemv_tiled.cuh t32_legacy_chunk): its header (file bytes
+ * 0..h-1: d; d, m; d, qh...) at byte h j of the header chunks, which follow
+ * the 8 CQ chunks of quants; its quant byte k (file byte h + k) in chunk
+ * CQ j + k / 16 at k % 16 (CQ chunks of quants a block: 1 but for Q8_0). */
 struct t32_lptr {
-    const uint8_t *t;
-    int lane, j, cq, h, off;
-    __device__ t32_lptr operator+(int k) const { return {t, lane, j, cq, h, off + k}; }
+    const uint8_t *s; /* shared memory */
+    int j, cq, h, off;
+    __device__ t32_lptr operator+(int k) const { return {s, j, cq, h, off + k}; }
 };
 __device__ __forceinline__ uint32_t ldb(t32_lptr p) {
     const int pos = p.h * p.j + p.off; /* in the headers */
     const int c = p.off < p.h ? 8 * p.cq + pos / 16 : p.cq * p.j + (p.off - p.h) / 16;
     const int o = p.off < p.h ? pos % 16 : (p.off - p.h) % 16;
-    return __ldg(p.t + 512 * c + 16 * p.lane + o);
+    return p.s[16 * c + o];
 }
 __device__ __forceinline__ uint32_t ld16(t32_lptr p) { return ldb(p) | ldb(p + 1) << 8; }
 __device__ __forceinline__ uint32_t ld32(t32_lptr p) { return ld16(p) | ld16(p + 2) << 16; }
@@ -597,10 +596,36 @@ get_rows(const uint8_t *__restrict__ W, size_t row_bytes, int n_in, int n_out, c
  * needs; over a whole matrix they wrote at ~1 TB/s.) The values are the
  * reference decoder's, then rounded to fp16. */
 #define DQ16_THREADS 128
-template <class D, bool TILED = false>
+
+/* a piece's values as fp16 at t (shared memory), 16 bytes a store */
+template <int PE>
+__device__ __forceinline__ void dq16_put(const float (&v)[PE], __half *t) {
+    if constexpr (PE % 8 == 0) {
+#pragma unroll
+        for (int j = 0; j < PE; j += 8) {
+            const __half2 a = __floats2half2_rn(v[j], v[j + 1]), b = __floats2half2_rn(v[j + 2], v[j + 3]),
+                          c = __floats2half2_rn(v[j + 4], v[j + 5]), d = __floats2half2_rn(v[j + 6], v[j + 7]);
+            uint4 q;
+            q.x = *(const uint32_t *)&a, q.y = *(const uint32_t *)&b, q.z = *(const uint32_t *)&c,
+            q.w = *(const uint32_t *)&d;
+            *(uint4 *)(t + j) = q;
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < PE; j++) t[j] = __float2half_rn(v[j]);
+    }
+}
+/* the block's stretch of n_h halves from tile to o (16-byte aligned: the
+ * stretch starts at a multiple of DQ16_THREADS pieces) */
+__device__ __forceinline__ void dq16_write(const __half *tile, __half *o, int64_t n_h) {
+    for (int64_t i = threadIdx.x; i < n_h / 8; i += DQ16_THREADS) ((uint4 *)o)[i] = ((const uint4 *)tile)[i];
+    for (int64_t i = n_h / 8 * 8 + threadIdx.x; i < n_h; i += DQ16_THREADS) o[i] = tile[i];
+}
+
+template <class D>
 __global__ void __launch_bounds__(DQ16_THREADS)
 dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int n_pieces_row, int64_t n_pieces,
-            __half *__restrict__ out, size_t tile_bytes = 0, int rstep = 1, int roff = 0) {
+            __half *__restrict__ out) {
     constexpr int PPB = D::QK / D::PE;
     __shared__ __align__(16) __half tile[DQ16_THREADS * D::PE];
     for (int64_t base = (int64_t)blockIdx.x * DQ16_THREADS; base < n_pieces;
@@ -610,41 +635,155 @@ dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int n_pieces_row, i
             const int64_t row = P / n_pieces_row;
             const int p = (int)(P - row * n_pieces_row);
             float v[D::PE];
-            if constexpr (TILED) { /* the block in the tiled matrix's row order (a pair's rows interleave) */
-                const int64_t b = (row * rstep + roff) * (n_pieces_row / PPB) + p / PPB;
-                if constexpr (D::UNIT == 1) {
-                    D::dec(t32_ptr{W + (size_t)(b / 32) * tile_bytes, (int)(b % 32), D::CH, D::SIDE, 0}, p % PPB, v);
-                } else { /* 8 file blocks a tiled block */
-                    const int64_t u = b / D::UNIT;
-                    D::dec(t32_lptr{W + (size_t)(u / 32) * tile_bytes, (int)(u % 32), (int)(b % D::UNIT), D::CQ,
-                                    D::BYTES - 16 * D::CQ, 0},
-                           p % PPB, v);
-                }
-            } else {
-                D::dec(W + (size_t)row * row_bytes + (size_t)(p / PPB) * D::BYTES, p % PPB, v);
-            }
-            __half *t = tile + threadIdx.x * D::PE;
-            if constexpr (D::PE % 8 == 0) {
-#pragma unroll
-                for (int j = 0; j < D::PE; j += 8) {
-                    const __half2 a = __floats2half2_rn(v[j], v[j + 1]), b = __floats2half2_rn(v[j + 2], v[j + 3]),
-                                  c = __floats2half2_rn(v[j + 4], v[j + 5]), d = __floats2half2_rn(v[j + 6], v[j + 7]);
-                    uint4 q;
-                    q.x = *(const uint32_t *)&a, q.y = *(const uint32_t *)&b, q.z = *(const uint32_t *)&c,
-                    q.w = *(const uint32_t *)&d;
-                    *(uint4 *)(t + j) = q;
-                }
-            } else {
-#pragma unroll
-                for (int j = 0; j < D::PE; j++) t[j] = __float2half_rn(v[j]);
-            }
+            D::dec(W + (size_t)row * row_bytes + (size_t)(p / PPB) * D::BYTES, p % PPB, v);
+            dq16_put(v, tile + threadIdx.x * D::PE);
         }
         __syncthreads();
-        const int64_t n_h = (n_pieces - base < DQ16_THREADS ? n_pieces - base : DQ16_THREADS) * D::PE;
-        __half *o = out + base * D::PE; /* 16-byte aligned: base is a multiple of 128 pieces */
-        for (int64_t i = threadIdx.x; i < n_h / 8; i += DQ16_THREADS) ((uint4 *)o)[i] = ((const uint4 *)tile)[i];
-        for (int64_t i = n_h / 8 * 8 + threadIdx.x; i < n_h; i += DQ16_THREADS) o[i] = tile[i];
+        dq16_write(tile, out + base * D::PE, (n_pieces - base < DQ16_THREADS ? n_pieces - base : DQ16_THREADS) * D::PE);
         __syncthreads();
+    }
+}
+
+/* The same from the tiled layout (gemv_tiled.cuh). A tiled block is 256
+ * elements (a super-block, or 8 legacy blocks), 8 pieces, and rows are whole
+ * tiled blocks (only rows of 2048 and more are tiled), so a thread block's
+ * 128 pieces are 16 whole tiled blocks, consecutive in the matrix's row
+ * order: lanes 0-15 or 16-31 of one tile for a matrix of its own; for the
+ * half of a gate/up pair (its rows every other row of the tiles) one or two
+ * runs of 8 or 16 lanes, from a lane that is a multiple of 8 (rows are
+ * multiples of 8 tiled blocks), over at most two tiles.
+ *
+ * Read in place, a block's bytes lie 512 bytes apart, one load a byte: the
+ * 8B's pp512 was 1.4% (Q4_K_M) to 6.7% (Q2_K) slower tiled than in the
+ * file's layout (bench/gpu-decode-notes.md v56, v67). So a thread block
+ * first copies its 16 blocks to shared memory with 16-byte loads, thread i
+ * taking chunk i / 16 of block i % 16: the 16 threads of a chunk read its
+ * 16 lanes in order, 256 contiguous bytes (two runs of 128 for a pair's
+ * half). The decoders then read the copy (t32_ptr, t32_lptr), byte by byte
+ * as before, from shared memory. The grid is persistent and a thread block
+ * issues its next round's loads before it decodes this one, so they are in
+ * flight during the decode. Kernel lab (dev/cuda/dequant_lab.cu), H200,
+ * 4096 x 14336, file layout / tiled byte loads / tiled staged / staged and
+ * overlapped, us: Q4_K 63.9 / 68.4 / 56.0 / 49.0, Q6_K 85.3 / 85.3 / 60.1 /
+ * 59.9, Q3_K 59.0 / 85.3 / 56.0 / 56.5, Q2_K 51.2 / 68.6 / 50.1 / 45.4,
+ * IQ2_XXS 44.0 / 50.1 / 46.9 / 46.1, Q4_0 45.0 / 60.5 / 48.5 / 45.5, Q5_1
+ * 47.5 / 68.5 / 58.0 / 49.5. The overlap lost only on the IQ4 formats (IQ4_XS
+ * 59.2 -> 63.9, IQ4_NL 56.2 -> 60.4: 4 more registers, 10 blocks an SM
+ * where 12 fitted, for decoders that are mostly arithmetic). */
+#define DQ16_T32_BLOCKS (DQ16_THREADS / 8) /* tiled blocks a thread block */
+
+/* A format's tiled block: CH chunks, then SIDE side bytes (legacy: 8 CQ
+ * chunks of quants, then the 8 headers as whole chunks, no side bytes) */
+template <class D>
+__host__ __device__ constexpr int t32_chunks() {
+    if constexpr (D::UNIT == 1) return D::CH;
+    else return 8 * D::CQ + (8 * (D::BYTES - 16 * D::CQ) + 15) / 16;
+}
+template <class D>
+__host__ __device__ constexpr int t32_side() {
+    if constexpr (D::UNIT == 1) return D::SIDE;
+    else return 0;
+}
+/* 32-bit words a staged block takes: an odd number. A warp decodes 4 blocks,
+ * and a decoder's 8 pieces read offsets 32 bytes (8 banks) apart at once
+ * (Q4_K's qs + 32 (p / 2), Q6_K's ql + 64 h + 32 (k % 2)); an odd stride
+ * starts the 4 blocks at 4 different banks mod 8, which those offsets keep,
+ * so up to 16 different words fall on 16 different banks. (The legacy
+ * formats' 8 pieces are 8 blocks, their quants a chunk apart: 4 banks; the
+ * 32 words again fall on 32 banks.) */
+template <class D>
+__host__ __device__ constexpr int t32_words() {
+    return (16 * t32_chunks<D>() + t32_side<D>() + 3) / 4 | 1;
+}
+
+/* A thread's part of copying tiled blocks k0..k0+n-1 (n <= DQ16_T32_BLOCKS)
+ * of the matrix, in its row order (nbt tiled blocks a row; its row r is row
+ * r rstep + roff of the tiles), to shared memory: block j at word
+ * t32_words<D>() j, its chunks then its side bytes. Thread i's k-th load is
+ * task i + 128 k: chunk (i + 128 k) / 16 of block (i + 128 k) % 16, the side
+ * bytes as chunk CH. fetch issues the loads into registers and put stores
+ * them, so that a round's loads are in flight while the round before
+ * decodes. */
+template <class D>
+struct t32_copy {
+    static constexpr int CH = t32_chunks<D>(), SIDE = t32_side<D>(), NB = DQ16_T32_BLOCKS;
+    static constexpr int TASKS = NB * (CH + (SIDE ? 1 : 0)), LOADS = (TASKS + DQ16_THREADS - 1) / DQ16_THREADS;
+    static_assert(SIDE == 0 || SIDE == 2 || SIDE == 4 || SIDE == 8, "side bytes: one load of 2, 4 or 8");
+    uint4 q[LOADS]; /* the side bytes in .x (and .y) */
+
+    __device__ __forceinline__ void fetch(const uint8_t *__restrict__ W, size_t tile_bytes, int64_t k0, int n, int nbt,
+                                          int rstep, int roff) {
+        const int64_t row0 = k0 / nbt;
+        const int q0 = (int)(k0 - row0 * nbt);
+#pragma unroll
+        for (int k = 0; k < LOADS; k++) {
+            const int i = (int)threadIdx.x + k * DQ16_THREADS, j = i % NB, c = i / NB;
+            q[k] = make_uint4(0, 0, 0, 0);
+            if (i >= TASKS || j >= n) continue;
+            const int64_t b = ((row0 + (q0 + j) / nbt) * rstep + roff) * nbt + (q0 + j) % nbt; /* in the tiles */
+            const uint8_t *t = W + (size_t)(b / 32) * tile_bytes;
+            const int lane = (int)(b % 32);
+            if (c < CH) {
+                q[k] = __ldg((const uint4 *)(t + 512 * c + 16 * lane));
+            } else if constexpr (SIDE == 8) {
+                const uint2 u = __ldg((const uint2 *)(t + 512 * CH + 8 * lane));
+                q[k].x = u.x, q[k].y = u.y;
+            } else if constexpr (SIDE == 4) {
+                q[k].x = __ldg((const unsigned int *)(t + 512 * CH + 4 * lane));
+            } else if constexpr (SIDE == 2) {
+                q[k].x = __ldg((const unsigned short *)(t + 512 * CH + 2 * lane));
+            }
+        }
+    }
+    __device__ __forceinline__ void put(uint32_t *s, int n) const {
+#pragma unroll
+        for (int k = 0; k < LOADS; k++) {
+            const int i = (int)threadIdx.x + k * DQ16_THREADS, j = i % NB, c = i / NB;
+            if (i >= TASKS || j >= n) continue;
+            uint32_t *d = s + t32_words<D>() * j + 4 * c; /* 4-byte aligned only: an odd stride */
+            d[0] = q[k].x;
+            if (c < CH) d[1] = q[k].y, d[2] = q[k].z, d[3] = q[k].w;
+            else if (SIDE > 4) d[1] = q[k].y;
+        }
+    }
+};
+
+/* tile_bytes: a tile's bytes; nbt: tiled blocks a row; a pair's half:
+ * rstep 2, roff 0 (gate) or 1 (up), else 1, 0. Each thread block takes
+ * rounds of 128 pieces, a grid's width apart. */
+template <class D>
+__global__ void __launch_bounds__(DQ16_THREADS)
+dequant_f16_t32(const uint8_t *__restrict__ W, size_t tile_bytes, int nbt, int rstep, int roff, int64_t n_pieces,
+                __half *__restrict__ out) {
+    static_assert(D::PE == 32 && D::QK * D::UNIT == 256, "a tiled block: 256 elements, 8 pieces of 32");
+    __shared__ __align__(16) __half tile[DQ16_THREADS * 32];
+    __shared__ uint32_t staged[DQ16_T32_BLOCKS * t32_words<D>()];
+    const int64_t step = (int64_t)gridDim.x * DQ16_THREADS;
+    int64_t base = (int64_t)blockIdx.x * DQ16_THREADS;
+    t32_copy<D> cp;
+    const auto blocks_at = [n_pieces](int64_t b) { /* tiled blocks of the round at b */
+        return (int)((n_pieces - b < DQ16_THREADS ? n_pieces - b : DQ16_THREADS) / 8);
+    };
+    if (base < n_pieces) cp.fetch(W, tile_bytes, base / 8, blocks_at(base), nbt, rstep, roff);
+    for (; base < n_pieces; base += step) {
+        const int n = blocks_at(base);
+        cp.put(staged, n);
+        __syncthreads();
+        if (base + step < n_pieces) cp.fetch(W, tile_bytes, (base + step) / 8, blocks_at(base + step), nbt, rstep, roff);
+        if ((int)threadIdx.x < 8 * n) {
+            const int j = threadIdx.x / 8, part = threadIdx.x % 8;
+            const uint8_t *b = (const uint8_t *)(staged + t32_words<D>() * j);
+            float v[32];
+            if constexpr (D::UNIT == 1) D::dec(t32_ptr{b}, part, v);
+            else D::dec(t32_lptr{b, part, D::CQ, D::BYTES - 16 * D::CQ, 0}, 0, v); /* 8 file blocks a tiled block */
+            dq16_put(v, tile + threadIdx.x * 32);
+        }
+        __syncthreads();
+        /* no barrier after: the next round's put writes `staged`, whose
+         * reads ended at the barrier above, and its decode writes `tile` only
+         * after the next round's first barrier, which every thread reaches
+         * past its stores */
+        dq16_write(tile, out + base * 32, (int64_t)256 * n);
     }
 }
 
@@ -675,12 +814,24 @@ static void launch_dequant_f16(const nib_cuda_weight *w, __half *out, cudaStream
  * tiles */
 template <class D>
 static void launch_dequant_f16_t32(const nib_cuda_weight *w, __half *out, cudaStream_t st) {
-    const int n_pieces_row = (int)(w->n_in / D::PE);
-    const int64_t n_pieces = (int64_t)n_pieces_row * w->n_out;
+    /* thread blocks an SM holds, asked once per process (gemv.cu
+     * blocks_per_sm: the same for every device of one architecture) */
+    static std::atomic<int> per_sm{0};
+    int k = per_sm.load(std::memory_order_relaxed);
+    if (k == 0) {
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k, dequant_f16_t32<D>, DQ16_THREADS, 0) != cudaSuccess ||
+            k < 1) {
+            (void)cudaGetLastError();
+            k = 1;
+        }
+        per_sm.store(k, std::memory_order_relaxed);
+    }
+    const int64_t n_pieces = w->n_in / 32 * w->n_out;
     const int64_t blocks = CEIL_DIV(n_pieces, DQ16_THREADS);
-    dequant_f16<D, true><<<(unsigned)(blocks < (1 << 20) ? blocks : (1 << 20)), DQ16_THREADS, 0, st>>>(
-        w->dev, w->row_bytes, n_pieces_row, n_pieces, out, (size_t)w->t32_tile, w->t32_pair ? 2 : 1,
-        w->t32_pair ? w->t32_pair - 1 : 0);
+    const int64_t most = w->sms > 0 ? (int64_t)w->sms * k : (1 << 20); /* one wave; SMs unknown: a wide grid */
+    dequant_f16_t32<D><<<(unsigned)(blocks < most ? blocks : most), DQ16_THREADS, 0, st>>>(
+        w->dev, (size_t)w->t32_tile, (int)(w->n_in / 256), w->t32_pair ? 2 : 1, w->t32_pair ? w->t32_pair - 1 : 0,
+        n_pieces, out);
 }
 
 template <class D>
@@ -787,6 +938,9 @@ nib_status cuda_dequant_f16(const nib_cuda_weight *w, void *out, cudaStream_t st
                              "rows not whole pieces", w ? nib_type_name(w->type) : "a NULL weight");
     const dequant_f16_fn launch = w->t32_g ? r->launch_f16_t32 : r->launch_f16;
     if (!launch) return nib_error_set(err, NIB_ERR_ARG, "cuda_dequant_f16: a tiled %s matrix", nib_type_name(w->type));
+    if (w->t32_g && w->n_in % 256 != 0) /* not reached: only rows of 2048 and more are tiled */
+        return nib_error_set(err, NIB_ERR_ARG, "cuda_dequant_f16: a tiled %s matrix with rows of %lld, not whole tiled "
+                             "blocks", nib_type_name(w->type), (long long)w->n_in);
     launch(w, (__half *)out, st);
     char what[160];
     snprintf(what, sizeof what, "launch of dequant_f16 (%s, n_in %lld, n_out %lld)", nib_type_name(w->type),

@@ -210,15 +210,19 @@ static void test_gemm_saturates(void) {
     free(dq), free(x), free(y);
 }
 
+/* the formats with a tiled layout (gemv_tiled.cu t32_table) */
+static const nib_type tiled_types[] = {
+    NIB_TYPE_Q4_0,    NIB_TYPE_Q4_K,  NIB_TYPE_Q6_K,  NIB_TYPE_Q5_K,  NIB_TYPE_Q3_K,   NIB_TYPE_Q2_K,   NIB_TYPE_IQ4_XS,
+    NIB_TYPE_IQ2_XXS, NIB_TYPE_IQ2_XS, NIB_TYPE_IQ2_S, NIB_TYPE_IQ3_XXS, NIB_TYPE_IQ3_S, NIB_TYPE_IQ1_S,  NIB_TYPE_IQ1_M,
+    NIB_TYPE_TQ2_0,   NIB_TYPE_TQ1_0, NIB_TYPE_Q4_1,  NIB_TYPE_Q5_0,  NIB_TYPE_Q5_1,   NIB_TYPE_IQ4_NL};
+#define N_TILED_TYPES (sizeof tiled_types / sizeof tiled_types[0])
+
 /* The decoder of the tiled layout (gemv_tiled.cuh; the formats that have
  * one): a matrix of a shape the layout takes (rows of 2048, enough of them
  * to fill the device) tiled in place, then the GEMM's product against the
  * float64 one of the reference decoder's rows, same bounds as above. */
 static void test_gemm_tiled(void) {
-    const nib_type tt[] = {NIB_TYPE_Q4_0,   NIB_TYPE_Q4_K,   NIB_TYPE_Q6_K,  NIB_TYPE_Q5_K,   NIB_TYPE_Q3_K,
-                           NIB_TYPE_Q2_K,   NIB_TYPE_IQ4_XS, NIB_TYPE_IQ2_XXS, NIB_TYPE_IQ2_XS, NIB_TYPE_IQ2_S,
-                           NIB_TYPE_IQ3_XXS, NIB_TYPE_IQ3_S, NIB_TYPE_IQ1_S, NIB_TYPE_IQ1_M,  NIB_TYPE_TQ2_0,
-                           NIB_TYPE_TQ1_0,  NIB_TYPE_Q4_1,   NIB_TYPE_Q5_0,  NIB_TYPE_Q5_1,   NIB_TYPE_IQ4_NL};
+    const nib_type *tt = tiled_types;
     const int64_t n_in = 2048, n_out = 4352;
     const int n = 37;
     nib_error err;
@@ -227,7 +231,7 @@ static void test_gemm_tiled(void) {
     CHECK(nib_cuda_blas_new(n_in * n_out, n_in * 64, &B, why, sizeof why, &err) == NIB_OK && B, "blas: %s %s", err.msg,
           why);
     if (!B) return;
-    for (size_t ti = 0; ti < sizeof tt / sizeof tt[0]; ti++) {
+    for (size_t ti = 0; ti < N_TILED_TYPES; ti++) {
         const nib_type t = tt[ti];
         float *dq = malloc(sizeof(float) * (size_t)(n_in * n_out));
         nib_cuda_weight *w = random_matrix(t, n_in, n_out, dq);
@@ -257,6 +261,145 @@ static void test_gemm_tiled(void) {
     nib_cuda_blas_free(B);
 }
 
+/* The tiled layout's fp16 decode against the file layout's, bit for bit.
+ * The same random bytes go up twice and one copy is tiled: alone, or with a
+ * second matrix as a gate/up pair, whose halves the GEMM decodes one at a
+ * time (every other row of the pair's tiles). Both copies go through GEMMs
+ * whose activations are rows of the identity: token t of a chunk is 1.0 at
+ * column c0 + t and 0 elsewhere, so y[t][o] is the decoded fp16 W[o][c0 + t]
+ * exactly (one product by 1, exact in fp32, and zeros), and the two
+ * layouts' outputs must be equal everywhere (as values: bit for bit but for
+ * the sign of a zero). Rows of 8 tiled blocks (2048 elements: 4 rows a
+ * tile), 16 (4096: 2 rows a tile), 32 (8192: a row a tile) and 56 (14336:
+ * rows straddle tiles), row counts that leave the last tile part-filled
+ * where the row length allows, all sized to be tiled on the H200's 132
+ * multiprocessors (8 row groups a multiprocessor, rows not 3 times fewer
+ * than their length). Each GEMM's output starts as NaN, and before each
+ * matrix both GEMMs' fp16 scratches are filled with NaN (a GEMM on a Q4_0
+ * matrix whose scales are all NaN), so a weight no thread decoded is NaN in
+ * the output and fails the comparison. */
+#define DECODE_TOKENS 1024 /* identity rows a GEMM */
+
+typedef struct decode_ctx {
+    nib_cuda_blas *bf, *bt; /* the file layout's GEMM and the tiled one's: two fp16 scratches */
+    nib_cuda_weight *nan_w; /* (n_out, n_in) Q4_0, every scale NaN */
+    const float *eye;       /* (n_in, n_in) device: the identity */
+    float *dyf, *dyt;       /* (DECODE_TOKENS, n_out) device */
+    float *yf, *yt;         /* the same, host */
+    int64_t n_in, n_out;
+} decode_ctx;
+
+/* wf decoded against wt, every weight, through GEMMs on the identity's rows */
+static void check_same_decode(const decode_ctx *c, nib_cuda_weight *wf, nib_cuda_weight *wt, const char *what) {
+    nib_error err;
+    const int64_t n_in = c->n_in, n_out = c->n_out;
+    bool ok = nib_cuda_gemm(c->bf, c->nan_w, c->eye, 1, c->dyf, false, NULL, &err) == NIB_OK &&
+              nib_cuda_gemm(c->bt, c->nan_w, c->eye, 1, c->dyt, false, NULL, &err) == NIB_OK;
+    CHECK(ok, "%s: filling the scratches with NaN: %s", what, err.msg);
+    int64_t bad = 0, bad_o = 0, bad_i = 0;
+    float bad_f = 0.0f, bad_t = 0.0f;
+    for (int64_t c0 = 0; ok && c0 < n_in; c0 += DECODE_TOKENS) {
+        const int n = (int)(n_in - c0 < DECODE_TOKENS ? n_in - c0 : DECODE_TOKENS);
+        const size_t ny = (size_t)n * (size_t)n_out;
+        const float *x = c->eye + c0 * n_in;
+        ok = nib_cuda_fill_f32(c->dyf, NAN, ny, &err) == NIB_OK && nib_cuda_fill_f32(c->dyt, NAN, ny, &err) == NIB_OK &&
+             nib_cuda_gemm(c->bf, wf, x, n, c->dyf, false, NULL, &err) == NIB_OK &&
+             nib_cuda_gemm(c->bt, wt, x, n, c->dyt, false, NULL, &err) == NIB_OK;
+        CHECK(ok, "%s: gemm on identity rows %lld..: %s", what, (long long)c0, err.msg);
+        if (!ok) break;
+        gpu_download(c->yf, c->dyf, sizeof(float) * ny);
+        gpu_download(c->yt, c->dyt, sizeof(float) * ny);
+        for (size_t i = 0; i < ny; i++)
+            if (!(c->yf[i] == c->yt[i]) && bad++ == 0) /* NaN fails too */
+                bad_o = (int64_t)(i % (size_t)n_out), bad_i = c0 + (int64_t)(i / (size_t)n_out), bad_f = c->yf[i],
+                bad_t = c->yt[i];
+    }
+    CHECK(bad == 0, "%s: %lld of %lld decoded weights differ, the first W[%lld][%lld]: file layout %g, tiled %g", what,
+          (long long)bad, (long long)(n_in * n_out), (long long)bad_o, (long long)bad_i, bad_f, bad_t);
+    if (ok && bad == 0) printf("      %s: %lld weights the same\n", what, (long long)(n_in * n_out));
+}
+
+static void test_gemm_tiled_decode(void) {
+    static const struct {
+        int64_t n_in, n_out;
+        bool pair;
+    } shapes[] = {
+        {2048, 4354, false},  /* 34,832 blocks: the last tile half full */
+        {4096, 2179, false},  /* the last tile half full */
+        {8192, 2753, false},  /* a row a tile */
+        {14336, 4801, false}, /* the last tile 24 blocks */
+        {2048, 2177, true},   /* a pair's halves, the last tile half full */
+        {4096, 1090, true},   /* the 8B's gate/up row length */
+    };
+    const int64_t max_in = 14336, max_elems = 14336 * 4801;
+    decode_ctx c = {0};
+    char why[160];
+    nib_error err;
+    CHECK(nib_cuda_blas_new(max_elems, DECODE_TOKENS * max_in, &c.bf, why, sizeof why, &err) == NIB_OK && c.bf &&
+              nib_cuda_blas_new(max_elems, DECODE_TOKENS * max_in, &c.bt, why, sizeof why, &err) == NIB_OK && c.bt,
+          "blas: %s %s", err.msg, why);
+    if (!c.bf || !c.bt) goto done;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int64_t n_in = shapes[si].n_in, n_out = shapes[si].n_out;
+        const int n_src = shapes[si].pair ? 2 : 1;
+        c.n_in = n_in, c.n_out = n_out;
+        /* the identity, DECODE_TOKENS rows an upload; the NaN matrix */
+        float *eye = gpu_alloc(sizeof(float) * (size_t)(n_in * n_in)), *rows = calloc((size_t)(DECODE_TOKENS * n_in), sizeof(float));
+        size_t rb = 0;
+        nib_row_bytes(NIB_TYPE_Q4_0, n_in, &rb);
+        uint8_t *nan_rows = malloc(rb * (size_t)n_out);
+        rng_bytes(nan_rows, rb * (size_t)n_out);
+        for (size_t b = 0; b < rb * (size_t)n_out; b += 18) nan_rows[b] = 0x00, nan_rows[b + 1] = 0x7E; /* fp16 NaN */
+        CHECK(nib_cuda_weight_upload(NIB_TYPE_Q4_0, nan_rows, n_in, n_out, &c.nan_w, &err) == NIB_OK, "NaN matrix: %s",
+              err.msg);
+        c.dyf = gpu_alloc(sizeof(float) * (size_t)(DECODE_TOKENS * n_out));
+        c.dyt = gpu_alloc(sizeof(float) * (size_t)(DECODE_TOKENS * n_out));
+        c.yf = malloc(sizeof(float) * (size_t)(DECODE_TOKENS * n_out));
+        c.yt = malloc(sizeof(float) * (size_t)(DECODE_TOKENS * n_out));
+        if (eye && c.nan_w && c.dyf && c.dyt) {
+            for (int64_t r0 = 0; r0 < n_in; r0 += DECODE_TOKENS) {
+                for (int64_t t = 0; t < DECODE_TOKENS; t++) rows[t * n_in + r0 + t] = 1.0f;
+                gpu_upload(eye + r0 * n_in, rows, sizeof(float) * (size_t)(DECODE_TOKENS * n_in));
+                for (int64_t t = 0; t < DECODE_TOKENS; t++) rows[t * n_in + r0 + t] = 0.0f;
+            }
+            c.eye = eye;
+            for (size_t ti = 0; ti < N_TILED_TYPES; ti++) {
+                const nib_type t = tiled_types[ti];
+                nib_cuda_weight *wf[2] = {NULL, NULL}, *wt[2] = {NULL, NULL};
+                nib_row_bytes(t, n_in, &rb);
+                uint8_t *W = malloc(rb * (size_t)n_out);
+                bool up = true, tiled = false;
+                for (int k = 0; k < n_src; k++) {
+                    random_rows(t, W, n_in, n_out);
+                    up = up && nib_cuda_weight_upload(t, W, n_in, n_out, &wf[k], &err) == NIB_OK &&
+                         nib_cuda_weight_upload(t, W, n_in, n_out, &wt[k], &err) == NIB_OK;
+                }
+                free(W);
+                CHECK(up, "upload %s %lldx%lld: %s", nib_type_name(t), (long long)n_in, (long long)n_out, err.msg);
+                if (up) {
+                    const nib_status s = n_src == 2 ? nib_cuda_weight_tile_glu(wt[0], wt[1], &tiled, &err)
+                                                    : nib_cuda_weight_tile(wt[0], &tiled, &err);
+                    CHECK(s == NIB_OK && tiled, "%s %lldx%lld%s: not tiled: %s", nib_type_name(t), (long long)n_in,
+                          (long long)n_out, n_src == 2 ? " pair" : "",
+                          s == NIB_OK ? "the layout does not take the shape on this device" : err.msg);
+                }
+                for (int k = 0; tiled && k < n_src; k++) {
+                    char what[96];
+                    snprintf(what, sizeof what, "%s %lldx%lld tiled%s", nib_type_name(t), (long long)n_in,
+                             (long long)n_out, n_src == 2 ? (k ? ", pair's up" : ", pair's gate") : "");
+                    check_same_decode(&c, wf[k], wt[k], what);
+                }
+                for (int k = 0; k < 2; k++) nib_cuda_weight_free(wf[k]), nib_cuda_weight_free(wt[k]);
+            }
+        }
+        nib_cuda_weight_free(c.nan_w), c.nan_w = NULL;
+        nib_cuda_free(eye), nib_cuda_free(c.dyf), nib_cuda_free(c.dyt);
+        free(rows), free(nan_rows), free(c.yf), free(c.yt);
+    }
+done:
+    nib_cuda_blas_free(c.bf), nib_cuda_blas_free(c.bt);
+}
+
 int main(void) {
     if (!gpu_test_start("cuda gemm")) return test_summary();
     rng_seed(777);
@@ -275,6 +418,7 @@ int main(void) {
     RUN(test_gemm_formats);
     RUN(test_gemm_glu);
     RUN(test_gemm_tiled);
+    RUN(test_gemm_tiled_decode);
     RUN(test_gemm_too_big);
     RUN(test_gemm_saturates);
     nib_cuda_blas_free(G);
