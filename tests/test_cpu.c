@@ -1128,7 +1128,7 @@ static void test_matmul_packed(void) {
  * the thread count; rows past the last group of 8 take the x4 form. */
 static void test_matmul_decoded(void) {
     static const nib_type types[] = {NIB_TYPE_IQ2_XXS, NIB_TYPE_IQ2_XS, NIB_TYPE_IQ2_S, NIB_TYPE_IQ3_XXS,
-                                     NIB_TYPE_IQ3_S, NIB_TYPE_IQ1_S, NIB_TYPE_IQ1_M};
+                                     NIB_TYPE_IQ3_S, NIB_TYPE_IQ1_S, NIB_TYPE_IQ1_M, NIB_TYPE_Q3_K};
     if (nib_cpu_detect_simd() < NIB_SIMD_AVX512_VNNI) {
         SKIP("no AVX-512 VNNI: prompts in the lattice formats take the x4 form");
         return;

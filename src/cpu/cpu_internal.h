@@ -183,6 +183,7 @@ void cpu_decode_x8_iq3_xxs_avx2(const uint8_t *w, size_t w_stride, int64_t i, vo
 void cpu_decode_x8_iq3_s_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
 void cpu_decode_x8_iq1_s_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
 void cpu_decode_x8_iq1_m_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+void cpu_decode_x8_q3_K_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
 void cpu_dot_iq2_xs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_iq2_s_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_iq3_xxs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);

@@ -90,7 +90,7 @@ static const cpu_type_row type_rows[NIB_TYPE_COUNT] = {
                         {[L_AVX2] = cpu_dot_tq2_0_q8_K_x4_avx2, [L_512] = cpu_dot_tq2_0_q8_K_x4_avx512}, {0}},
 };
 
-/* Prompts in the lattice formats and IQ1_S/IQ1_M: 8 rows decoded ahead (block_i8x8) and
+/* Prompts in the lattice formats, IQ1_S/IQ1_M and Q3_K: 8 rows decoded ahead (block_i8x8) and
  * dotted with a token block's every token by one AVX-512 kernel, so each
  * block is decoded once per token block instead of once per 4 tokens
  * (cpu_kernel.decode_x8). The decoders are AVX2 code; the pair runs at the
@@ -99,7 +99,7 @@ static const cpu_decode_x8_fn decode_rows[NIB_TYPE_COUNT] = {
     [NIB_TYPE_IQ2_XXS] = cpu_decode_x8_iq2_xxs_avx2, [NIB_TYPE_IQ2_XS] = cpu_decode_x8_iq2_xs_avx2,
     [NIB_TYPE_IQ2_S] = cpu_decode_x8_iq2_s_avx2,     [NIB_TYPE_IQ3_XXS] = cpu_decode_x8_iq3_xxs_avx2,
     [NIB_TYPE_IQ3_S] = cpu_decode_x8_iq3_s_avx2,     [NIB_TYPE_IQ1_S] = cpu_decode_x8_iq1_s_avx2,
-    [NIB_TYPE_IQ1_M] = cpu_decode_x8_iq1_m_avx2,
+    [NIB_TYPE_IQ1_M] = cpu_decode_x8_iq1_m_avx2,     [NIB_TYPE_Q3_K] = cpu_decode_x8_q3_K_avx2,
 };
 
 /* Activation quantizers by activation type and level; NULL falls back the

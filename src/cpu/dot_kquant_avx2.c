@@ -28,6 +28,7 @@
 
 #include "cpu/cpu_internal.h"
 #include "cpu/kquant_scales.h"
+#include "cpu/repack.h"
 #include "cpu/simd_avx2.h"
 #include "quant/blocks.h"
 
@@ -268,6 +269,36 @@ float cpu_dot_q2_K_q8_K_avx2(int64_t n, const void *w, const void *a) {
 }
 void cpu_dot_q2_K_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
     low2_dot(LOW2_Q2_K, 4, n, w, a, a_stride, out);
+}
+
+/* Super-block i of 8 Q3_K rows decoded ahead for a prompt (repack.h
+ * block_i8x8): element 128hh + 32k + l is (qs[32hh + l] >> 2k & 3) - 4 + 4 *
+ * (hmask[l] >> (4hh + k) & 1), stored + 128; the 16 unbiased 6-bit scales are
+ * the halves' scales (element 16j.. has scale j), d the block's. */
+void cpu_decode_x8_q3_K_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst) {
+    block_i8x8 *o = dst;
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), base = _mm256_set1_epi8(124);
+    for (int r = 0; r < Q4_KX8_ROWS; r++) {
+        const block_q3_K *x = (const block_q3_K *)(w + (size_t)r * w_stride) + i;
+        int8_t sc[16];
+        _mm_storeu_si128((__m128i *)sc, kq_q3_scales8(x->scales));
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)x->hmask);
+        for (int hh = 0; hh < 2; hh++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * hh));
+            for (int k = 0; k < 4; k++) {
+                const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
+                const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * hh + k), one);
+                const __m256i u = _mm256_add_epi8(_mm256_add_epi8(lo, base), _mm256_slli_epi16(hb, 2));
+                uint8_t b[32];
+                _mm256_storeu_si256((__m256i *)b, u);
+                const int ib = 4 * hh + k;
+                for (int kk = 0; kk < 4; kk++) memcpy(&o->qs[ib][kk][8 * r], b + 8 * kk, 8);
+            }
+        }
+        for (int j = 0; j < 16; j++) o->sc[j][r] = sc[j];
+        o->d[r] = _cvtsh_ss(x->d);
+    }
+    i8x8_fill_off(o);
 }
 
 float cpu_dot_q3_K_q8_K_avx2(int64_t n, const void *w, const void *a) {

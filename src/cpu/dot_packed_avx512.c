@@ -322,6 +322,14 @@ PACKED_ENTRY_F(cpu_dot_q4_1x8_q8_1_avx512, legacy_x8_dot, LX_Q4_1)
 PACKED_ENTRY_F(cpu_dot_q5_1x8_q8_1_avx512, legacy_x8_dot, LX_Q5_1)
 PACKED_ENTRY_F(cpu_dot_iq4_nlx8_q8_0s_avx512, legacy_x8_dot, LX_IQ4_NL)
 
+/* A row's two lanes (2r, 2r + 1) added in lane 2r, lane 2r + 1 zeroed: where
+ * the lanes hold parts of an offset that cancel only in their sum (each
+ * takes 64 * sum(y) of elements it does not hold), they meet exactly in
+ * int32, not after a rounding to float each. */
+static ALWAYS_INLINE __m512i row_pair_sum(__m512i v) {
+    return _mm512_maskz_add_epi32(0x5555, v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB));
+}
+
 /* ---- IQ4_XS, 8 rows (cpu/repack.h block_iq4_xsx8) --------------------------------
  * A 32-element sub-block of the 8 rows is Q4_0x8's two registers of nibbles
  * (lane 2r + h: elements 8p + 4h.. low, 16 + 8p + 4h.. high), looked up as
@@ -330,8 +338,9 @@ PACKED_ENTRY_F(cpu_dot_iq4_nlx8_q8_0s_avx512, legacy_x8_dot, LX_IQ4_NL)
  * 128 * sum(y) of the offset comes off as 64 * sum(y) in each of a row's two
  * lanes (the sub-block's sum from Q8_K's bsums); one vpmulld by the row's
  * signed scale (-32..31) and the super-block stays in int32 (at most 8 *
- * 2^21 * 32 a lane), as the file layout's kernel keeps it; then one convert
- * and one multiply-add by d * d_y. */
+ * 2^21 * 32 a lane), as the file layout's kernel keeps it, a row's two
+ * lanes added there (row_pair_sum); then one convert and one multiply-add
+ * by d * d_y. */
 static ALWAYS_INLINE void iq4_xsx8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride, float *out) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), levels = iq4_levels_u();
     const __m512i row_of_lane = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
@@ -371,7 +380,7 @@ static ALWAYS_INLINE void iq4_xsx8_dot(int nt, int64_t n, const void *p, const v
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++)
             acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(kq_act_block(a, a_stride, t, i)->d)),
-                                     _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+                                     _mm512_cvtepi32_ps(row_pair_sum(sumi[t])), acc[t]);
     }
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, rows_of_pairs(acc[t]));
@@ -389,7 +398,8 @@ PACKED_ENTRY(cpu_dot_iq4_xsx8_q8_K_avx512, iq4_xsx8_dot)
  * comes off once a super-block and token, not a half: 128 * sum_h sc_h *
  * bsums_h per row, four vpdpwssd of the block's off pairs with the token's
  * bsums permuted to match (a row's two lanes take its even and odd
- * halves). Then one convert and one multiply-add by d * d_y. */
+ * halves), and a row's two lanes are added in int32 (row_pair_sum). Then
+ * one convert and one multiply-add by d * d_y. */
 static ALWAYS_INLINE void i8x8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride, float *out) {
     const __m512i row_of_lane = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
     /* the bsums pairs of off[m]'s lanes: lane L takes halves 4m + L % 2 and 4m + L % 2 + 2 */
@@ -438,7 +448,7 @@ static ALWAYS_INLINE void i8x8_dot(int nt, int64_t n, const void *p, const void 
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++)
             acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(kq_act_block(a, a_stride, t, i)->d)),
-                                     _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+                                     _mm512_cvtepi32_ps(row_pair_sum(sumi[t])), acc[t]);
     }
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, rows_of_pairs(acc[t]));
