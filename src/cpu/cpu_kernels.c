@@ -95,11 +95,17 @@ static const cpu_type_row type_rows[NIB_TYPE_COUNT] = {
  * block is decoded once per token block instead of once per 4 tokens
  * (cpu_kernel.decode_x8). The decoders are AVX2 code; the pair runs at the
  * AVX-512 level. */
-static const cpu_decode_x8_fn decode_rows[NIB_TYPE_COUNT] = {
-    [NIB_TYPE_IQ2_XXS] = cpu_decode_x8_iq2_xxs_avx2, [NIB_TYPE_IQ2_XS] = cpu_decode_x8_iq2_xs_avx2,
-    [NIB_TYPE_IQ2_S] = cpu_decode_x8_iq2_s_avx2,     [NIB_TYPE_IQ3_XXS] = cpu_decode_x8_iq3_xxs_avx2,
-    [NIB_TYPE_IQ3_S] = cpu_decode_x8_iq3_s_avx2,     [NIB_TYPE_IQ1_S] = cpu_decode_x8_iq1_s_avx2,
-    [NIB_TYPE_IQ1_M] = cpu_decode_x8_iq1_m_avx2,     [NIB_TYPE_Q3_K] = cpu_decode_x8_q3_K_avx2,
+typedef struct cpu_decode_row {
+    cpu_decode_x8_fn decode;
+    cpu_packed_dot_fn dot; /* a scale a 32 elements: the kernel's one-chain form */
+} cpu_decode_row;
+#define DEC_S32 cpu_dot_i8x8s32_q8_K_avx512
+#define DEC_S16 cpu_dot_i8x8_q8_K_avx512
+static const cpu_decode_row decode_rows[NIB_TYPE_COUNT] = {
+    [NIB_TYPE_IQ2_XXS] = {cpu_decode_x8_iq2_xxs_avx2, DEC_S32}, [NIB_TYPE_IQ2_XS] = {cpu_decode_x8_iq2_xs_avx2, DEC_S16},
+    [NIB_TYPE_IQ2_S] = {cpu_decode_x8_iq2_s_avx2, DEC_S16},     [NIB_TYPE_IQ3_XXS] = {cpu_decode_x8_iq3_xxs_avx2, DEC_S32},
+    [NIB_TYPE_IQ3_S] = {cpu_decode_x8_iq3_s_avx2, DEC_S32},     [NIB_TYPE_IQ1_S] = {cpu_decode_x8_iq1_s_avx2, DEC_S32},
+    [NIB_TYPE_IQ1_M] = {cpu_decode_x8_iq1_m_avx2, DEC_S16},     [NIB_TYPE_Q3_K] = {cpu_decode_x8_q3_K_avx2, DEC_S16},
 };
 
 /* Activation quantizers by activation type and level; NULL falls back the
@@ -202,8 +208,8 @@ bool cpu_kernel_get_at(nib_type wtype, nib_simd_level level, cpu_kernel *k) {
             break;
         }
     }
-    if (level >= NIB_SIMD_AVX512_VNNI && decode_rows[wtype])
-        k->decode_x8 = decode_rows[wtype], k->decoded_dot = cpu_dot_i8x8_q8_K_avx512;
+    if (level >= NIB_SIMD_AVX512_VNNI && decode_rows[wtype].decode)
+        k->decode_x8 = decode_rows[wtype].decode, k->decoded_dot = decode_rows[wtype].dot;
     k->act_f32 = row->act_f32;
     if (k->act_f32) {
         k->act_type = NIB_TYPE_F32;

@@ -399,8 +399,12 @@ PACKED_ENTRY(cpu_dot_iq4_xsx8_q8_K_avx512, iq4_xsx8_dot)
  * bsums_h per row, four vpdpwssd of the block's off pairs with the token's
  * bsums permuted to match (a row's two lanes take its even and odd
  * halves), and a row's two lanes are added in int32 (row_pair_sum). Then
- * one convert and one multiply-add by d * d_y. */
-static ALWAYS_INLINE void i8x8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride, float *out) {
+ * one convert and one multiply-add by d * d_y. s32: the formats with one
+ * scale a 32 elements (sc[2j] == sc[2j + 1]; IQ2_XXS, IQ3_XXS, IQ3_S,
+ * IQ1_S) run the sub-block's four vpdpbusd as one chain (at most 16 * 190 *
+ * 127 a lane) and one vpmulld. */
+static ALWAYS_INLINE void i8x8_dot(bool s32, int nt, int64_t n, const void *p, const void *a, size_t a_stride,
+                                   float *out) {
     const __m512i row_of_lane = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
     /* the bsums pairs of off[m]'s lanes: lane L takes halves 4m + L % 2 and 4m + L % 2 + 2 */
     __m512i bs_idx[4];
@@ -437,6 +441,14 @@ static ALWAYS_INLINE void i8x8_dot(int nt, int64_t n, const void *p, const void 
                 const block_q8_K *y = kq_act_block(a, a_stride, t, i);
                 int64_t yq[4];
                 memcpy(yq, y->qs + 32 * j, sizeof yq);
+                if (s32) { /* one scale for the sub-block: one chain, one multiply */
+                    __m512i v = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], _mm512_set1_epi64(yq[0]));
+                    v = _mm512_dpbusd_epi32(v, q[1], _mm512_set1_epi64(yq[1]));
+                    v = _mm512_dpbusd_epi32(v, q[2], _mm512_set1_epi64(yq[2]));
+                    v = _mm512_dpbusd_epi32(v, q[3], _mm512_set1_epi64(yq[3]));
+                    sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(v, sc0));
+                    continue;
+                }
                 __m512i v0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], _mm512_set1_epi64(yq[0]));
                 __m512i v1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[2], _mm512_set1_epi64(yq[2]));
                 v0 = _mm512_dpbusd_epi32(v0, q[1], _mm512_set1_epi64(yq[1]));
@@ -454,7 +466,8 @@ static ALWAYS_INLINE void i8x8_dot(int nt, int64_t n, const void *p, const void 
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, rows_of_pairs(acc[t]));
 }
 
-PACKED_ENTRY(cpu_dot_i8x8_q8_K_avx512, i8x8_dot)
+PACKED_ENTRY_F(cpu_dot_i8x8_q8_K_avx512, i8x8_dot, false)
+PACKED_ENTRY_F(cpu_dot_i8x8s32_q8_K_avx512, i8x8_dot, true)
 
 /* ---- Q8_0, 8 rows a 32-element block -----------------------------------------------
  * Four registers of signed codes (register p: 8 codes of each row, lane 2r +
