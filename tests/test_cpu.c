@@ -1120,50 +1120,60 @@ static void test_matmul_packed(void) {
     if (!tested) SKIP("no packed layout at this CPU's SIMD levels");
 }
 
-/* The lattice formats' prompts decoded ahead (cpu_kernel.decode_x8) give
- * the x4 form's sums: both are exact integer sums per super-block with one
- * float scale, so the outputs differ only by the order of float additions
- * (bounded here by 1e-5 of the row's magnitude sum |w||a|); a token's bits
+/* Prompts decoded ahead (cpu_kernel.decode_x8), at each level that has
+ * them, give the x4 form's sums: exact integer sums per super-block with
+ * one float scale either way, so they differ only by the order of float
+ * additions (bounded here by 1e-5 of the row's sum |w||x|); a token's bits
  * do not depend on which other tokens (4 or more) share its batch, or on
- * the thread count; rows past the last group of 8 take the x4 form. */
+ * the thread count; rows past the last group of 8 take the x4 form. The x4
+ * form is called directly, on the same quantized activations. */
 static void test_matmul_decoded(void) {
     static const nib_type types[] = {NIB_TYPE_IQ2_XXS, NIB_TYPE_IQ2_XS, NIB_TYPE_IQ2_S, NIB_TYPE_IQ3_XXS,
                                      NIB_TYPE_IQ3_S, NIB_TYPE_IQ1_S, NIB_TYPE_IQ1_M, NIB_TYPE_Q3_K};
-    if (nib_cpu_detect_simd() < NIB_SIMD_AVX512_VNNI) {
-        SKIP("no AVX-512 VNNI: prompts in the lattice formats take the x4 form");
-        return;
-    }
     nib_error err;
     nib_pool *pool = nib_pool_new(3, &err);
     CHECK(pool != NULL, "pool: %s", err.msg);
     const nib_simd_level prev = nib_cpu_simd_level();
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0] && pool; ti++) {
+    int tested = 0;
+    for (int level = NIB_SIMD_AVX2; level <= (int)nib_cpu_detect_simd() && pool; level++)
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const nib_type t = types[ti];
         cpu_kernel k;
-        cpu_kernel_get_at(t, NIB_SIMD_AVX512_VNNI, &k);
-        CHECK(k.decode_x8 && k.decoded_dot, "%s: no decoder at avx512-vnni", tr(t)->name);
+        cpu_kernel_get_at(t, (nib_simd_level)level, &k);
+        if (!k.decode_x8) continue;
+        tested++;
         rng_seed(900 + (int)ti);
         const int64_t n_in = 2560, n_out = 8 * 5 + 3, n_tok = 17; /* 10 super-blocks: two pieces */
-        const size_t wrb = row_bytes(t, n_in);
+        const size_t wrb = row_bytes(t, n_in), arb = (size_t)(n_in / k.act_block_elems) * k.act_block_bytes;
         uint8_t *W = malloc(wrb * n_out), *scratch = malloc(nib_cpu_matmul_scratch_bytes(t, n_in, n_tok));
+        uint8_t *A = malloc(arb * n_tok);
         float *X = malloc(sizeof(float) * n_in * n_tok), *Yd = malloc(sizeof(float) * n_out * n_tok);
         float *Yx = malloc(sizeof(float) * n_out * n_tok), *Y5 = malloc(sizeof(float) * n_out * 5);
         float *wf = malloc(sizeof(float) * n_in), *Yt = malloc(sizeof(float) * n_out * n_tok);
         for (int64_t o = 0; o < n_out; o++) random_blocks(t, W + o * wrb, n_in);
-        for (int64_t q = 0; q < n_tok; q++) activation_floats(X + q * n_in, n_in);
-        poison(Yd, n_out * n_tok), poison(Yx, n_out * n_tok), poison(Yt, n_out * n_tok);
-        nib_cpu_set_simd_level(NIB_SIMD_AVX512_VNNI);
+        for (int64_t q = 0; q < n_tok; q++) activation_floats(X + q * n_in, n_in), k.quantize(X + q * n_in, A + q * arb, n_in);
+        /* the x4 form (and the single-token dot for the 17th token) */
+        cpu_kernel kx;
+        cpu_kernel_get_at(t, NIB_SIMD_AVX2, &kx);
+        for (int64_t o = 0; o < n_out; o++) {
+            int64_t q = 0;
+            for (float four[4]; q + 4 <= n_tok; q += 4) {
+                kx.vec_dot_x4(n_in, W + o * wrb, A + q * arb, arb, four);
+                for (int m = 0; m < 4; m++) Yx[(q + m) * n_out + o] = four[m];
+            }
+            for (; q < n_tok; q++) Yx[q * n_out + o] = kx.vec_dot(n_in, W + o * wrb, A + q * arb);
+        }
+        poison(Yd, n_out * n_tok), poison(Yt, n_out * n_tok), poison(Y5, n_out * 5);
+        nib_cpu_set_simd_level((nib_simd_level)level);
         CHECK(nib_cpu_matmul(NULL, t, W, n_in, n_out, X, n_tok, Yd, scratch) == NIB_OK, "decoded");
         CHECK(nib_cpu_matmul(pool, t, W, n_in, n_out, X, n_tok, Yt, scratch) == NIB_OK, "decoded, 3 threads");
-        CHECK(memcmp(Yd, Yt, sizeof(float) * n_out * n_tok) == 0, "%s decoded: 1 and 3 threads differ", tr(t)->name);
-        poison(Y5, n_out * 5);
         CHECK(nib_cpu_matmul(pool, t, W, n_in, n_out, X + 12 * n_in, 5, Y5, scratch) == NIB_OK, "decoded, 5 tokens");
-        CHECK(memcmp(Y5, Yd + 12 * n_out, sizeof(float) * n_out * 5) == 0, "%s decoded: tokens 12-16 alone differ",
-              tr(t)->name);
-        nib_cpu_set_simd_level(NIB_SIMD_AVX2);
-        CHECK(nib_cpu_matmul(pool, t, W, n_in, n_out, X, n_tok, Yx, scratch) == NIB_OK, "x4");
         nib_cpu_set_simd_level(prev);
-        /* the bound: 1e-5 of sum |w_i| |x_i| (the activations' quantization is the same in both) */
+        const char *lv = nib_simd_level_name((nib_simd_level)level);
+        CHECK(memcmp(Yd, Yt, sizeof(float) * n_out * n_tok) == 0, "%s decoded at %s: 1 and 3 threads differ",
+              tr(t)->name, lv);
+        CHECK(memcmp(Y5, Yd + 12 * n_out, sizeof(float) * n_out * 5) == 0, "%s decoded at %s: tokens 12-16 alone differ",
+              tr(t)->name, lv);
         int bad = 0;
         double worst = 0;
         for (int64_t o = 0; o < n_out; o++) {
@@ -1176,11 +1186,13 @@ static void test_matmul_decoded(void) {
                 bad += !(e <= 1.0);
             }
         }
-        CHECK(bad == 0, "%s decoded: %d outputs off the x4 form's by more than 1e-5 of sum |w||x|", tr(t)->name, bad);
-        printf("      %-7s decoded vs x4: worst difference / bound %.4f\n", tr(t)->name, worst);
-        free(W), free(scratch), free(X), free(Yd), free(Yx), free(Y5), free(wf), free(Yt);
+        CHECK(bad == 0, "%s decoded at %s: %d outputs off the x4 form's by more than 1e-5 of sum |w||x|", tr(t)->name,
+              lv, bad);
+        printf("      %-7s decoded at %-11s vs the x4 form: worst difference / bound %.4f\n", tr(t)->name, lv, worst);
+        free(W), free(scratch), free(A), free(X), free(Yd), free(Yx), free(Y5), free(wf), free(Yt);
     }
     nib_pool_free(pool);
+    if (!tested) SKIP("no level with decoded-ahead prompts on this CPU");
 }
 
 static void test_repack_rejects_bad_args(void) {

@@ -41,8 +41,10 @@ typedef void (*cpu_vec_dot_2x4_fn)(int64_t n, const void *w, size_t w_stride, co
                                    float *out);
 
 /* Super-block i of 8 consecutive weight rows (w_stride bytes apart) decoded
- * into a block_i8x8 (cpu/repack.h). */
+ * into the form its level's kernel reads (AVX-512: cpu/repack.h block_i8x8;
+ * AVX2: dot_iq_avx2.c lat_decoded x 8), at most CPU_DECODED_MAX_BYTES. */
 typedef void (*cpu_decode_x8_fn)(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+#define CPU_DECODED_MAX_BYTES 6400
 /* A weight layout of the CPU's own (cpu/repack.h): groups of `rows` rows,
  * each super-block of a group (block_elems elements of every row) packed
  * into group_block_bytes. dot: n elements of one group against nt (1..4)
@@ -64,6 +66,7 @@ typedef struct cpu_kernel {
      * decoded_dot with every token of a block (both NULL: the x4 form) */
     cpu_decode_x8_fn decode_x8;
     cpu_packed_dot_fn decoded_dot;
+    size_t decoded_bytes;       /* one decoded super-block of the 8 rows (32-byte multiple) */
 } cpu_kernel;
 
 /* A packed kernel's entry point from its always-inline body, with nt (1..4)
@@ -184,6 +187,12 @@ void cpu_decode_x8_iq3_s_avx2(const uint8_t *w, size_t w_stride, int64_t i, void
 void cpu_decode_x8_iq1_s_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
 void cpu_decode_x8_iq1_m_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
 void cpu_decode_x8_q3_K_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+void cpu_decode_rows_iq2_xxs_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+void cpu_decode_rows_iq2_xs_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+void cpu_decode_rows_iq2_s_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+void cpu_decode_rows_iq3_xxs_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+void cpu_decode_rows_iq3_s_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
+void cpu_dot_lat8_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_iq2_xs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_iq2_s_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_iq3_xxs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/repack.h"
 #include "quant/formats.h"
 
 typedef struct cpu_type_row {
@@ -90,22 +91,31 @@ static const cpu_type_row type_rows[NIB_TYPE_COUNT] = {
                         {[L_AVX2] = cpu_dot_tq2_0_q8_K_x4_avx2, [L_512] = cpu_dot_tq2_0_q8_K_x4_avx512}, {0}},
 };
 
-/* Prompts in the lattice formats, IQ1_S/IQ1_M and Q3_K: 8 rows decoded ahead (block_i8x8) and
- * dotted with a token block's every token by one AVX-512 kernel, so each
- * block is decoded once per token block instead of once per 4 tokens
- * (cpu_kernel.decode_x8). The decoders are AVX2 code; the pair runs at the
- * AVX-512 level. */
+/* Prompts decoded ahead (cpu_kernel.decode_x8): 8 rows at a time, once a
+ * call, then dotted with every token, so a block is decoded once a call
+ * instead of once per 4 tokens: for the formats whose blocks cost more to
+ * decode than to dot. AVX-512: the lattices, IQ1_S/IQ1_M and Q3_K to
+ * integers (block_i8x8) for one vpdpbusd kernel over 8 rows (with one scale
+ * a 32 elements, its one-chain form); AVX2: the lattices to the x4 form's
+ * decoded sub-blocks (lat_decoded). */
 typedef struct cpu_decode_row {
     cpu_decode_x8_fn decode;
-    cpu_packed_dot_fn dot; /* a scale a 32 elements: the kernel's one-chain form */
+    cpu_packed_dot_fn dot;
+    size_t bytes; /* a decoded super-block of the 8 rows */
 } cpu_decode_row;
-#define DEC_S32 cpu_dot_i8x8s32_q8_K_avx512
-#define DEC_S16 cpu_dot_i8x8_q8_K_avx512
-static const cpu_decode_row decode_rows[NIB_TYPE_COUNT] = {
-    [NIB_TYPE_IQ2_XXS] = {cpu_decode_x8_iq2_xxs_avx2, DEC_S32}, [NIB_TYPE_IQ2_XS] = {cpu_decode_x8_iq2_xs_avx2, DEC_S16},
-    [NIB_TYPE_IQ2_S] = {cpu_decode_x8_iq2_s_avx2, DEC_S16},     [NIB_TYPE_IQ3_XXS] = {cpu_decode_x8_iq3_xxs_avx2, DEC_S32},
-    [NIB_TYPE_IQ3_S] = {cpu_decode_x8_iq3_s_avx2, DEC_S32},     [NIB_TYPE_IQ1_S] = {cpu_decode_x8_iq1_s_avx2, DEC_S32},
-    [NIB_TYPE_IQ1_M] = {cpu_decode_x8_iq1_m_avx2, DEC_S16},     [NIB_TYPE_Q3_K] = {cpu_decode_x8_q3_K_avx2, DEC_S16},
+#define I8_S32(dec) {dec, cpu_dot_i8x8s32_q8_K_avx512, sizeof(block_i8x8)}
+#define I8_S16(dec) {dec, cpu_dot_i8x8_q8_K_avx512, sizeof(block_i8x8)}
+#define LAT8(dec) {dec, cpu_dot_lat8_q8_K_avx2, CPU_DECODED_MAX_BYTES}
+NIB_STATIC_ASSERT(sizeof(block_i8x8) <= CPU_DECODED_MAX_BYTES, "block_i8x8: the matmul's buffer");
+static const cpu_decode_row decode_rows[NIB_TYPE_COUNT][NIB_SIMD_LEVELS] = {
+    [NIB_TYPE_IQ2_XXS] = {[L_AVX2] = LAT8(cpu_decode_rows_iq2_xxs_avx2), [L_512] = I8_S32(cpu_decode_x8_iq2_xxs_avx2)},
+    [NIB_TYPE_IQ2_XS] = {[L_AVX2] = LAT8(cpu_decode_rows_iq2_xs_avx2), [L_512] = I8_S16(cpu_decode_x8_iq2_xs_avx2)},
+    [NIB_TYPE_IQ2_S] = {[L_AVX2] = LAT8(cpu_decode_rows_iq2_s_avx2), [L_512] = I8_S16(cpu_decode_x8_iq2_s_avx2)},
+    [NIB_TYPE_IQ3_XXS] = {[L_AVX2] = LAT8(cpu_decode_rows_iq3_xxs_avx2), [L_512] = I8_S32(cpu_decode_x8_iq3_xxs_avx2)},
+    [NIB_TYPE_IQ3_S] = {[L_AVX2] = LAT8(cpu_decode_rows_iq3_s_avx2), [L_512] = I8_S32(cpu_decode_x8_iq3_s_avx2)},
+    [NIB_TYPE_IQ1_S] = {[L_512] = I8_S32(cpu_decode_x8_iq1_s_avx2)},
+    [NIB_TYPE_IQ1_M] = {[L_512] = I8_S16(cpu_decode_x8_iq1_m_avx2)},
+    [NIB_TYPE_Q3_K] = {[L_512] = I8_S16(cpu_decode_x8_q3_K_avx2)},
 };
 
 /* Activation quantizers by activation type and level; NULL falls back the
@@ -208,8 +218,10 @@ bool cpu_kernel_get_at(nib_type wtype, nib_simd_level level, cpu_kernel *k) {
             break;
         }
     }
-    if (level >= NIB_SIMD_AVX512_VNNI && decode_rows[wtype].decode)
-        k->decode_x8 = decode_rows[wtype].decode, k->decoded_dot = decode_rows[wtype].dot;
+    if (decode_rows[wtype][level].decode) {
+        const cpu_decode_row *d = &decode_rows[wtype][level];
+        k->decode_x8 = d->decode, k->decoded_dot = d->dot, k->decoded_bytes = d->bytes;
+    }
     k->act_f32 = row->act_f32;
     if (k->act_f32) {
         k->act_type = NIB_TYPE_F32;

@@ -65,6 +65,7 @@ typedef struct matmul_job {
     cpu_vec_dot_2x4_fn vec_dot_2x4; /* NULL: one row at a time */
     cpu_decode_x8_fn decode_x8;     /* set: 8 rows at a time decoded ahead (cpu_internal.h) */
     cpu_packed_dot_fn decoded_dot;
+    size_t decoded_bytes;
     cpu_packed_dot_fn packed_dot;   /* set: W is packed, groups of packed_rows rows */
     int packed_rows;
     const uint8_t *W;
@@ -121,7 +122,7 @@ static void matmul_chunk_packed(const matmul_job *j, int64_t r0, int64_t r1) {
 
 /* Decoded ahead (cpu_kernel.decode_x8), for several tokens: each group of 8
  * rows is decoded DECODE_BLOCKS super-blocks at a time into a buffer on the
- * stack (2.6 KB a super-block) and every token dotted with the piece, four
+ * stack (2.6-6.4 KB a super-block) and every token dotted with the piece, four
  * at a time, so a block is decoded once a call. Not in token blocks: the
  * decoding is the dear part here (a third of the kernel's time when
  * Llama-3.2-1B's 8192-wide rows were decoded once per 28-token block), and
@@ -132,7 +133,7 @@ static void matmul_chunk_packed(const matmul_job *j, int64_t r0, int64_t r1) {
 #define DECODE_BLOCKS 8
 #define DECODE_MIN_TOKENS 4
 static int64_t matmul_chunk_decoded(const matmul_job *j, int64_t r0, int64_t r1) {
-    block_i8x8 buf[DECODE_BLOCKS];
+    _Alignas(64) uint8_t buf[DECODE_BLOCKS * CPU_DECODED_MAX_BYTES];
     const int64_t nb = j->n_in / QK_K;
     const size_t a_blk = j->a_row_bytes / (size_t)nb; /* one Q8_K block */
     int64_t r = r0;
@@ -140,7 +141,7 @@ static int64_t matmul_chunk_decoded(const matmul_job *j, int64_t r0, int64_t r1)
         const uint8_t *w = j->W + (size_t)r * j->w_row_bytes;
         for (int64_t b0 = 0; b0 < nb; b0 += DECODE_BLOCKS) {
             const int n_blk = nb - b0 < DECODE_BLOCKS ? (int)(nb - b0) : DECODE_BLOCKS;
-            for (int k = 0; k < n_blk; k++) j->decode_x8(w, j->w_row_bytes, b0 + k, &buf[k]);
+            for (int k = 0; k < n_blk; k++) j->decode_x8(w, j->w_row_bytes, b0 + k, buf + (size_t)k * j->decoded_bytes);
             const uint8_t *a = j->A + (size_t)b0 * a_blk;
             for (int64_t t = 0; t < j->n_tok; t += 4, a += 4 * j->a_row_bytes) {
                 const int nt = j->n_tok - t < 4 ? (int)(j->n_tok - t) : 4;
@@ -285,7 +286,7 @@ static nib_status matmul_run(nib_pool *pool, nib_type wtype, const cpu_packed *p
      * each other's cache lines; packed chunks are whole groups */
     int64_t align = 4;
     if (k.decode_x8 && n_tok >= DECODE_MIN_TOKENS && n_in % QK_K == 0) {
-        j.decode_x8 = k.decode_x8, j.decoded_dot = k.decoded_dot;
+        j.decode_x8 = k.decode_x8, j.decoded_dot = k.decoded_dot, j.decoded_bytes = k.decoded_bytes;
         align = Q4_KX8_ROWS;
     }
     if (packed) {
