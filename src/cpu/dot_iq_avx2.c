@@ -408,7 +408,9 @@ LATTICE_ENTRIES(iq3_s, NIB_TYPE_IQ3_S)
  * (four 8-byte rows a sub-block), delta = +-1/8 per group. As the reference:
  * two integer sums a super-block, sum ls * v . a (sign trick: |v| against
  * the activation with v's sign) and sum +-ls * (group's activation sum)
- * (maddubs of ones), combined as d * d_a * (sum + shift / 8). IQ1_S: one
+ * (maddubs of ones; IQ1_S, whose shift is one a sub-block, takes it from
+ * the activation's sums of 16 instead, in a scalar), combined as d * d_a *
+ * (sum + shift / 8). IQ1_S: one
  * multiplier and one shift direction a sub-block (qh[ib]); IQ1_M: a
  * multiplier per half sub-block and a direction per group (qh nibbles), and
  * its fp16 d assembled from the top nibbles of the four scale words. */
@@ -429,8 +431,9 @@ static ALWAYS_INLINE void iq1_dot(bool m, int nt, int64_t n, const void *w, cons
         const block_iq1_s *xs = (const block_iq1_s *)blk;
         const block_iq1_m *xm = (const block_iq1_m *)blk;
         __m256i sumi[NT_MAX], shift[NT_MAX];
+        int32_t shift1[NT_MAX]; /* IQ1_S: the shift term from the activation's sums of 16 */
 #pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) sumi[t] = shift[t] = _mm256_setzero_si256();
+        for (int t = 0; t < nt; t++) sumi[t] = shift[t] = _mm256_setzero_si256(), shift1[t] = 0;
         for (int ib = 0; ib < QK_K / 32; ib++) {
             unsigned idx[4], ls[4], neg[4];
             __m256i ls16, lsd16;
@@ -453,10 +456,17 @@ static ALWAYS_INLINE void iq1_dot(bool m, int nt, int64_t n, const void *w, cons
                 lsd16 = _mm256_sub_epi16(_mm256_xor_si256(ls16, negm), negm); /* -ls where the shift is down */
             } else { /* one multiplier and one direction for the sub-block */
                 const unsigned h = xs->qh[ib];
-                for (int g = 0; g < 4; g++) idx[g] = qs[g] | ((h >> (3 * g)) & 7u) << 8;
+                idx[0] = qs[0] | ((h << 8) & 0x700u), idx[1] = qs[1] | ((h << 5) & 0x700u);
+                idx[2] = qs[2] | ((h << 2) & 0x700u), idx[3] = qs[3] | ((h >> 1) & 0x700u);
                 const int l = (int)(2u * ((h >> 12) & 7u) + 1u);
                 ls16 = _mm256_set1_epi16((short)l);
-                lsd16 = _mm256_set1_epi16((short)(h >> 15 ? -l : l));
+                lsd16 = _mm256_setzero_si256();
+                const int ld = l * (1 - 2 * (int)(h >> 15)); /* -l where the shift is down */
+#pragma GCC unroll 4
+                for (int t = 0; t < nt; t++) {
+                    const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+                    shift1[t] += ld * (y->bsums[2 * ib] + y->bsums[2 * ib + 1]);
+                }
             }
             const __m256i v = _mm256_set_epi64x((int64_t)iq1_row(idx[3]), (int64_t)iq1_row(idx[2]),
                                                 (int64_t)iq1_row(idx[1]), (int64_t)iq1_row(idx[0]));
@@ -466,7 +476,7 @@ static ALWAYS_INLINE void iq1_dot(bool m, int nt, int64_t n, const void *w, cons
                 const block_q8_K *y = kq_act_block(a, a_stride, t, i);
                 const __m256i q8 = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * ib));
                 sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(va, _mm256_sign_epi8(q8, v)), ls16));
-                shift[t] = _mm256_add_epi32(shift[t], _mm256_madd_epi16(_mm256_maddubs_epi16(ones, q8), lsd16));
+                if (m) shift[t] = _mm256_add_epi32(shift[t], _mm256_madd_epi16(_mm256_maddubs_epi16(ones, q8), lsd16));
             }
         }
         float xd;
@@ -486,6 +496,7 @@ static ALWAYS_INLINE void iq1_dot(bool m, int nt, int64_t n, const void *w, cons
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
             const block_q8_K *y = kq_act_block(a, a_stride, t, i);
+            if (!m) shift[t] = _mm256_setr_epi32(shift1[t], 0, 0, 0, 0, 0, 0, 0);
             const __m256 tot = _mm256_fmadd_ps(_mm256_set1_ps(0.125f), _mm256_cvtepi32_ps(shift[t]), _mm256_cvtepi32_ps(sumi[t]));
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xd * y->d), tot, acc[t]);
         }
