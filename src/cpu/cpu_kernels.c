@@ -106,7 +106,7 @@ typedef struct cpu_decode_row {
 #define I8_S32(dec) {dec, cpu_dot_i8x8s32_q8_K_avx512, sizeof(block_i8x8)}
 #define I8_S16(dec) {dec, cpu_dot_i8x8_q8_K_avx512, sizeof(block_i8x8)}
 #define LAT8(dec) {dec, cpu_dot_lat8_q8_K_avx2, CPU_DECODED_MAX_BYTES}
-NIB_STATIC_ASSERT(sizeof(block_i8x8) <= CPU_DECODED_MAX_BYTES, "block_i8x8: the matmul's buffer");
+NIB_STATIC_ASSERT(sizeof(block_i8x8) <= CPU_DECODED_MAX_BYTES, "block_i8x8: at most a decoded super-block's bytes");
 static const cpu_decode_row decode_rows[NIB_TYPE_COUNT][NIB_SIMD_LEVELS] = {
     [NIB_TYPE_IQ2_XXS] = {[L_AVX2] = LAT8(cpu_decode_rows_iq2_xxs_avx2), [L_512] = I8_S32(cpu_decode_x8_iq2_xxs_avx2)},
     [NIB_TYPE_IQ2_XS] = {[L_AVX2] = LAT8(cpu_decode_rows_iq2_xs_avx2), [L_512] = I8_S16(cpu_decode_x8_iq2_xs_avx2)},

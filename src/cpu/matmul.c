@@ -121,8 +121,8 @@ static void matmul_chunk_packed(const matmul_job *j, int64_t r0, int64_t r1) {
 }
 
 /* Decoded ahead (cpu_kernel.decode_x8), for several tokens: each group of 8
- * rows is decoded DECODE_BLOCKS super-blocks at a time into a buffer on the
- * stack (2.6-6.4 KB a super-block) and every token dotted with the piece, four
+ * rows is decoded a few super-blocks at a time into a buffer on the stack
+ * (2.6-6.4 KB a super-block, DECODE_BUF_BYTES) and every token dotted with the piece, four
  * at a time, so a block is decoded once a call. Not in token blocks: the
  * decoding is the dear part here (a third of the kernel's time when
  * Llama-3.2-1B's 8192-wide rows were decoded once per 28-token block), and
@@ -130,17 +130,18 @@ static void matmul_chunk_packed(const matmul_job *j, int64_t r0, int64_t r1) {
  * fast enough. A token's piece sums are added into Y in piece order,
  * whatever the batch. Returns the first row it left (the last chunk's
  * n_out % 8 rows go the usual way). */
-#define DECODE_BLOCKS 8
+#define DECODE_BUF_BYTES (8 * 2592) /* 8 super-blocks of block_i8x8, 3 of the AVX2 form: ~20 KB of stack */
 #define DECODE_MIN_TOKENS 4
+NIB_STATIC_ASSERT(DECODE_BUF_BYTES >= CPU_DECODED_MAX_BYTES, "the buffer takes a decoded super-block of any form");
 static int64_t matmul_chunk_decoded(const matmul_job *j, int64_t r0, int64_t r1) {
-    _Alignas(64) uint8_t buf[DECODE_BLOCKS * CPU_DECODED_MAX_BYTES];
-    const int64_t nb = j->n_in / QK_K;
+    _Alignas(64) uint8_t buf[DECODE_BUF_BYTES];
+    const int64_t nb = j->n_in / QK_K, per = (int64_t)(DECODE_BUF_BYTES / j->decoded_bytes);
     const size_t a_blk = j->a_row_bytes / (size_t)nb; /* one Q8_K block */
     int64_t r = r0;
     for (; r + Q4_KX8_ROWS <= r1; r += Q4_KX8_ROWS) {
         const uint8_t *w = j->W + (size_t)r * j->w_row_bytes;
-        for (int64_t b0 = 0; b0 < nb; b0 += DECODE_BLOCKS) {
-            const int n_blk = nb - b0 < DECODE_BLOCKS ? (int)(nb - b0) : DECODE_BLOCKS;
+        for (int64_t b0 = 0; b0 < nb; b0 += per) {
+            const int n_blk = nb - b0 < per ? (int)(nb - b0) : (int)per;
             for (int k = 0; k < n_blk; k++) j->decode_x8(w, j->w_row_bytes, b0 + k, buf + (size_t)k * j->decoded_bytes);
             const uint8_t *a = j->A + (size_t)b0 * a_blk;
             for (int64_t t = 0; t < j->n_tok; t += 4, a += 4 * j->a_row_bytes) {
