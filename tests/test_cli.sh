@@ -15,6 +15,8 @@ echo "$out" | grep -E "^12 +Q4_K " | grep -q "8-row packed: avx2, avx512-vnni" &
     ok "inspect --types names Q4_K's packed layouts" || bad "inspect --types: Q4_K's packed layouts missing"
 echo "$out" | grep -E "^14 +Q6_K " | grep -q "avx512-vnni prompts" &&
     ok "inspect --types says Q6_K is packed for prompts" || bad "inspect --types: Q6_K's prompt-only layout missing"
+echo "$out" | grep -E "^16 +IQ2_XXS " | grep -q "prompts decoded ahead: avx2, avx512-vnni" &&
+    ok "inspect --types says IQ2_XXS's prompts are decoded ahead" || bad "inspect --types: IQ2_XXS's decoded prompts missing"
 for t in F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q8_1 Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K IQ2_XXS IQ2_XS IQ2_S \
          IQ3_XXS IQ3_S IQ1_S IQ1_M IQ4_NL IQ4_XS TQ1_0 TQ2_0 MXFP4; do
     echo "$out" | grep -qE "^[0-9]+ +$t " || { bad "inspect --types lacks $t"; continue; }

@@ -165,7 +165,7 @@ static int inspect_types(void) {
         double bpw = 8.0 * (double)tt->block_bytes / (double)tt->block_elems;
         /* the CUDA backend says itself which formats it has a GEMV kernel for */
         const char *cuda_path = nib_cuda_gemv_path((nib_type)t);
-        char cpu[128];
+        char cpu[192];
         nib_cpu_describe_kernels((nib_type)t, cpu, sizeof cpu);
         printf("%-3d %-8s %6lld %6zu %7.4g  %-10s %-9s %-14s cpu %s%s%s\n", t, tt->name, (long long)tt->block_elems,
                tt->block_bytes, bpw, tt->dequantize ? "yes" : "no", tt->quantize ? "yes" : "no",

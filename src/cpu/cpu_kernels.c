@@ -254,6 +254,14 @@ void nib_cpu_describe_kernels(nib_type t, char *buf, size_t n) {
                               p.min_tokens > 1 ? " prompts" : "");
         sep = ", ";
     }
+    if (k < n && sep[0] == ',') k += (size_t)snprintf(buf + k, n - k, ")");
+    /* the levels whose prompts are decoded ahead (cpu_kernel.decode_x8) */
+    sep = " (prompts decoded ahead: ";
+    for (int l = NIB_SIMD_AVX2; l < NIB_SIMD_LEVELS && k < n && (int)t >= 0 && t < NIB_TYPE_COUNT; l++) {
+        if (!decode_rows[t][l].decode) continue;
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", sep, nib_simd_level_name((nib_simd_level)l));
+        sep = ", ";
+    }
     if (k < n && sep[0] == ',') snprintf(buf + k, n - k, ")");
 }
 
