@@ -179,6 +179,10 @@ void cpu_dot_tq1_0_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t 
 void cpu_dot_iq1_s_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_iq1_m_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_iq2_xxs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_iq2_xs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_iq2_s_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_iq3_xxs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
+void cpu_dot_iq3_s_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_decode_x8_iq2_xxs_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
 void cpu_decode_x8_iq2_xs_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
 void cpu_decode_x8_iq2_s_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
@@ -193,10 +197,6 @@ void cpu_decode_rows_iq2_s_avx2(const uint8_t *w, size_t w_stride, int64_t i, vo
 void cpu_decode_rows_iq3_xxs_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
 void cpu_decode_rows_iq3_s_avx2(const uint8_t *w, size_t w_stride, int64_t i, void *dst);
 void cpu_dot_lat8_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
-void cpu_dot_iq2_xs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
-void cpu_dot_iq2_s_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
-void cpu_dot_iq3_xxs_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
-void cpu_dot_iq3_s_q8_K_x4_avx2(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q4_Kx8_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q6_Kx8q_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q5_Kx8q_q8_K_avx2(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);

@@ -420,6 +420,53 @@ static ALWAYS_INLINE uint64_t iq1_row(unsigned i) {
     return v;
 }
 
+/* Sub-block ib of an IQ1 block: its 4 codebook indices, the multipliers of
+ * groups 0-1 (lo) and 2-3 (hi), and each group's shift direction (1: down).
+ * IQ1_S has one multiplier and one direction for the sub-block. */
+typedef struct {
+    unsigned idx[4], lo, hi, down[4];
+} iq1_head;
+static ALWAYS_INLINE iq1_head iq1_head_of(bool m, const uint8_t *blk, int ib) {
+    iq1_head o;
+    if (m) {
+        const block_iq1_m *x = (const block_iq1_m *)blk;
+        const uint8_t *qs = x->qs + 4 * ib;
+        uint16_t sw;
+        memcpy(&sw, x->scales + 2 * (ib / 2), 2);
+        const unsigned sc = (unsigned)sw >> (6 * (ib % 2));
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) {
+            const unsigned h = (unsigned)x->qh[2 * ib + g / 2] >> (4 * (g % 2));
+            o.idx[g] = qs[g] | (h & 7u) << 8;
+            o.down[g] = (h >> 3) & 1u;
+        }
+        o.lo = 2u * (sc & 7u) + 1u, o.hi = 2u * ((sc >> 3) & 7u) + 1u;
+    } else {
+        const block_iq1_s *x = (const block_iq1_s *)blk;
+        const uint8_t *qs = x->qs + 4 * ib;
+        const unsigned h = x->qh[ib];
+        o.idx[0] = qs[0] | ((h << 8) & 0x700u), o.idx[1] = qs[1] | ((h << 5) & 0x700u);
+        o.idx[2] = qs[2] | ((h << 2) & 0x700u), o.idx[3] = qs[3] | ((h >> 1) & 0x700u);
+        o.lo = o.hi = 2u * ((h >> 12) & 7u) + 1u;
+        o.down[0] = o.down[1] = o.down[2] = o.down[3] = h >> 15;
+    }
+    return o;
+}
+/* the block's d: IQ1_S's fp16 d, IQ1_M's assembled from the top nibbles of its four scale words */
+static ALWAYS_INLINE float iq1_d(bool m, const uint8_t *blk) {
+    uint16_t bits = 0;
+    if (m) {
+        for (int k = 0; k < 4; k++) {
+            uint16_t sw;
+            memcpy(&sw, ((const block_iq1_m *)blk)->scales + 2 * k, 2);
+            bits |= (uint16_t)((sw >> 12) << (4 * k));
+        }
+    } else {
+        memcpy(&bits, blk, 2);
+    }
+    return simd_fp16_to_f32(bits);
+}
+
 static ALWAYS_INLINE void iq1_dot(bool m, int nt, int64_t n, const void *w, const void *a, size_t a_stride, float *out) {
     const size_t bb = m ? sizeof(block_iq1_m) : sizeof(block_iq1_s);
     const __m256i ones = _mm256_set1_epi8(1);
@@ -428,40 +475,26 @@ static ALWAYS_INLINE void iq1_dot(bool m, int nt, int64_t n, const void *w, cons
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         const uint8_t *blk = (const uint8_t *)w + (size_t)i * bb;
-        const block_iq1_s *xs = (const block_iq1_s *)blk;
-        const block_iq1_m *xm = (const block_iq1_m *)blk;
         __m256i sumi[NT_MAX], shift[NT_MAX];
         int32_t shift1[NT_MAX]; /* IQ1_S: the shift term from the activation's sums of 16 */
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) sumi[t] = shift[t] = _mm256_setzero_si256(), shift1[t] = 0;
         for (int ib = 0; ib < QK_K / 32; ib++) {
-            unsigned idx[4], ls[4], neg[4];
+            const iq1_head hd = iq1_head_of(m, blk, ib);
+            const unsigned *idx = hd.idx;
             __m256i ls16, lsd16;
-            const uint8_t *qs = m ? xm->qs + 4 * ib : xs->qs + 4 * ib;
             if (m) {
-                uint16_t sw;
-                memcpy(&sw, xm->scales + 2 * (ib / 2), 2);
-                const unsigned sc = (unsigned)sw >> (6 * (ib % 2));
-                for (int g = 0; g < 4; g++) {
-                    const unsigned h = (unsigned)xm->qh[2 * ib + g / 2] >> (4 * (g % 2));
-                    idx[g] = qs[g] | (h & 7u) << 8;
-                    ls[g] = 2u * ((sc >> (3 * (g / 2))) & 7u) + 1u;
-                    neg[g] = (h >> 3) & 1u;
-                }
                 /* the multiplier of groups 0-1 and 2-3 over their int16 pairs, and
                  * each group's with its shift's sign */
-                ls16 = lat_ls(ls[0], ls[2]);
-                const __m256i negm =
-                    _mm256_set_epi64x(-(int64_t)neg[3], -(int64_t)neg[2], -(int64_t)neg[1], -(int64_t)neg[0]);
+                ls16 = lat_ls(hd.lo, hd.hi);
+                const __m256i negm = _mm256_set_epi64x(-(int64_t)hd.down[3], -(int64_t)hd.down[2],
+                                                       -(int64_t)hd.down[1], -(int64_t)hd.down[0]);
                 lsd16 = _mm256_sub_epi16(_mm256_xor_si256(ls16, negm), negm); /* -ls where the shift is down */
             } else { /* one multiplier and one direction for the sub-block */
-                const unsigned h = xs->qh[ib];
-                idx[0] = qs[0] | ((h << 8) & 0x700u), idx[1] = qs[1] | ((h << 5) & 0x700u);
-                idx[2] = qs[2] | ((h << 2) & 0x700u), idx[3] = qs[3] | ((h >> 1) & 0x700u);
-                const int l = (int)(2u * ((h >> 12) & 7u) + 1u);
+                const int l = (int)hd.lo;
                 ls16 = _mm256_set1_epi16((short)l);
                 lsd16 = _mm256_setzero_si256();
-                const int ld = l * (1 - 2 * (int)(h >> 15)); /* -l where the shift is down */
+                const int ld = l * (1 - 2 * (int)hd.down[0]); /* -l where the shift is down */
 #pragma GCC unroll 4
                 for (int t = 0; t < nt; t++) {
                     const block_q8_K *y = kq_act_block(a, a_stride, t, i);
@@ -479,20 +512,7 @@ static ALWAYS_INLINE void iq1_dot(bool m, int nt, int64_t n, const void *w, cons
                 if (m) shift[t] = _mm256_add_epi32(shift[t], _mm256_madd_epi16(_mm256_maddubs_epi16(ones, q8), lsd16));
             }
         }
-        float xd;
-        if (m) {
-            uint16_t bits = 0;
-            for (int k = 0; k < 4; k++) {
-                uint16_t sw;
-                memcpy(&sw, xm->scales + 2 * k, 2);
-                bits |= (uint16_t)((sw >> 12) << (4 * k));
-            }
-            xd = simd_fp16_to_f32(bits);
-        } else {
-            uint16_t dh;
-            memcpy(&dh, blk, 2);
-            xd = simd_fp16_to_f32(dh);
-        }
+        const float xd = iq1_d(m, blk);
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
             const block_q8_K *y = kq_act_block(a, a_stride, t, i);
@@ -513,27 +533,12 @@ static ALWAYS_INLINE void iq1_decode_x8(bool m, const uint8_t *w, size_t w_strid
     const __m256i m8 = _mm256_set1_epi8((char)0xF8), bias = _mm256_set1_epi8((char)0x80);
     for (int r = 0; r < Q4_KX8_ROWS; r++) {
         const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bb;
-        const block_iq1_s *xs = (const block_iq1_s *)blk;
-        const block_iq1_m *xm = (const block_iq1_m *)blk;
         for (int ib = 0; ib < QK_K / 32; ib++) {
-            unsigned idx[4], lo, hi;
+            const iq1_head hd = iq1_head_of(m, blk, ib);
+            const unsigned *idx = hd.idx, lo = hd.lo, hi = hd.hi;
             int64_t sg[4]; /* each group's shift, +-1 in all 8 bytes */
-            const uint8_t *qs = m ? xm->qs + 4 * ib : xs->qs + 4 * ib;
-            if (m) {
-                uint16_t sw;
-                memcpy(&sw, xm->scales + 2 * (ib / 2), 2);
-                const unsigned sc = (unsigned)sw >> (6 * (ib % 2));
-                for (int g = 0; g < 4; g++) {
-                    const unsigned h = (unsigned)xm->qh[2 * ib + g / 2] >> (4 * (g % 2));
-                    idx[g] = qs[g] | (h & 7u) << 8;
-                    sg[g] = (h >> 3) & 1u ? -1 : 0x0101010101010101;
-                }
-                lo = 2u * (sc & 7u) + 1u, hi = 2u * ((sc >> 3) & 7u) + 1u;
-            } else {
-                const unsigned h = xs->qh[ib];
-                for (int g = 0; g < 4; g++) idx[g] = qs[g] | ((h >> (3 * g)) & 7u) << 8, sg[g] = h >> 15 ? -1 : 0x0101010101010101;
-                lo = hi = 2u * ((h >> 12) & 7u) + 1u;
-            }
+#pragma GCC unroll 4
+            for (int g = 0; g < 4; g++) sg[g] = hd.down[g] ? -1 : 0x0101010101010101;
             const __m256i v = _mm256_set_epi64x((int64_t)iq1_row(idx[3]), (int64_t)iq1_row(idx[2]),
                                                 (int64_t)iq1_row(idx[1]), (int64_t)iq1_row(idx[0]));
             const __m256i v8 = _mm256_and_si256(_mm256_slli_epi16(v, 3), m8); /* 8 v, bytewise */
@@ -544,21 +549,7 @@ static ALWAYS_INLINE void iq1_decode_x8(bool m, const uint8_t *w, size_t w_strid
             for (int k = 0; k < 4; k++) memcpy(&o->qs[ib][k][8 * r], u + 8 * k, 8);
             o->sc[2 * ib][r] = (int16_t)lo, o->sc[2 * ib + 1][r] = (int16_t)hi;
         }
-        float xd;
-        if (m) {
-            uint16_t bits = 0;
-            for (int k = 0; k < 4; k++) {
-                uint16_t sw;
-                memcpy(&sw, xm->scales + 2 * k, 2);
-                bits |= (uint16_t)((sw >> 12) << (4 * k));
-            }
-            xd = simd_fp16_to_f32(bits);
-        } else {
-            uint16_t dh;
-            memcpy(&dh, blk, 2);
-            xd = simd_fp16_to_f32(dh);
-        }
-        o->d[r] = xd * 0.125f;
+        o->d[r] = iq1_d(m, blk) * 0.125f;
     }
     i8x8_fill_off(o);
 }
