@@ -807,6 +807,182 @@ static void run_read(const lab_ctx *c) {
 }
 
 
+/* v71: the lattice formats' tiled dots as they were before the replicated
+ * codebooks and the prmt selectors (gemv_tiled_iq.cuh): the codebook from
+ * one shared copy, the signs as byte masks; "/v66" rows, for the A/B in one
+ * run. */
+/* IQ2_XXS: d at 0; sub-block ib's index word at 2 + 8 ib, its sign/scale word at 6 + 8 ib */
+struct t32_iq2_xxs_v66 : t32_geo<66, 4, 2, false> {
+    using book = fmt_iq2_xxs::book;
+    static __device__ __forceinline__ void prepare() { fmt_iq2_xxs::prepare(); }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int ib = 0; ib < 8; ib++) {
+            const uint32_t w0 = t32_u32(w, 2 + 8 * ib), w1 = t32_u32(w, 6 + 8 * ib);
+            const t32_act32 x = t32_act_of(act, ib);
+            int sumi = 0;
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+                const uint2 pt = book::at(iq2xxs_grid_dev.v, (w0 >> (8 * g)) & 0xFFu);
+                sumi = iq_group_dot(pt.x, pt.y, iq_even_signs(w1 >> (7 * g)), x.a[2 * g], x.a[2 * g + 1], sumi);
+            }
+            acc += x.d * (float)((2 * (int)(w1 >> 28) + 1) * sumi);
+        }
+        return 0.125f * h2f(t32_word(w, 0)) * acc;
+    }
+};
+
+/* IQ2_XS: d at 0, 32 u16 (9-bit index | 7 sign bits) at 2, scales[8] at 66 */
+struct t32_iq2_xs_v66 : t32_geo<74, 5, 0, false> {
+    using book = fmt_iq2_xs::book;
+    static __device__ __forceinline__ void prepare() { fmt_iq2_xs::prepare(); }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int ib = 0; ib < 8; ib++) {
+            const uint32_t q2[2] = {t32_u32(w, 2 + 8 * ib), t32_u32(w, 6 + 8 * ib)};
+            const t32_act32 x = t32_act_of(act, ib);
+            int sum[2] = {0, 0};
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+                const uint32_t q = (q2[g >> 1] >> (16 * (g & 1))) & 0xFFFFu;
+                const uint2 pt = book::at(iq2xs_grid_dev.v, q & 511u);
+                sum[g >> 1] = iq_group_dot(pt.x, pt.y, iq_even_signs(q >> 9), x.a[2 * g], x.a[2 * g + 1], sum[g >> 1]);
+            }
+            const int sc = (int)((t32_u32(w, 66 + ib)) & 0xFFu);
+            acc += x.d * (float)((2 * (sc & 15) + 1) * sum[0] + (2 * (sc >> 4) + 1) * sum[1]);
+        }
+        return 0.125f * h2f(t32_word(w, 0)) * acc;
+    }
+};
+
+/* IQ2_S: d at 0, index low bytes at 2 + 4 ib, sign bytes at 34 + 4 ib, qh at 66, scales at 74 */
+struct t32_iq2_s_v66 : t32_geo<82, 5, 2, false> {
+    using book = fmt_iq2_s::book;
+    static __device__ __forceinline__ void prepare() { fmt_iq2_s::prepare(); }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        const uint32_t qh2[2] = {t32_u32(w, 66), t32_u32(w, 70)}, sc2[2] = {t32_u32(w, 74), t32_u32(w, 78)};
+        float acc = 0.0f;
+#pragma unroll
+        for (int ib = 0; ib < 8; ib++) {
+            const uint32_t idx = t32_u32(w, 2 + 4 * ib), sgn = t32_u32(w, 34 + 4 * ib);
+            const uint32_t qh = (qh2[ib >> 2] >> (8 * (ib & 3))) & 0xFFu, sc = (sc2[ib >> 2] >> (8 * (ib & 3))) & 0xFFu;
+            const t32_act32 x = t32_act_of(act, ib);
+            int sum[2] = {0, 0};
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+                const uint2 pt = book::at(iq2s_grid_dev.v, ((idx >> (8 * g)) & 0xFFu) | ((qh >> (2 * g)) & 3u) << 8);
+                sum[g >> 1] = iq_group_dot(pt.x, pt.y, sgn >> (8 * g), x.a[2 * g], x.a[2 * g + 1], sum[g >> 1]);
+            }
+            acc += x.d * (float)((2 * (int)(sc & 15u) + 1) * sum[0] + (2 * (int)(sc >> 4) + 1) * sum[1]);
+        }
+        return 0.125f * h2f(t32_word(w, 0)) * acc;
+    }
+};
+
+/* IQ3_XXS: d at 0, 8 index bytes a sub-block at 2 + 8 ib, its sign/scale word at 66 + 4 ib */
+struct t32_iq3_xxs_v66 : t32_geo<98, 6, 2, false> {
+    using book = fmt_iq3_xxs::book;
+    static __device__ __forceinline__ void prepare() { fmt_iq3_xxs::prepare(); }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int ib = 0; ib < 8; ib++) {
+            const uint32_t idx[2] = {t32_u32(w, 2 + 8 * ib), t32_u32(w, 6 + 8 * ib)}, aux = t32_u32(w, 66 + 4 * ib);
+            const t32_act32 x = t32_act_of(act, ib);
+            int sumi = 0;
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+                const uint32_t pair = idx[g >> 1] >> (16 * (g & 1));
+                const uint32_t lo = book::at(iq3xxs_grid_dev.v, pair & 0xFFu);
+                const uint32_t hi = book::at(iq3xxs_grid_dev.v, (pair >> 8) & 0xFFu);
+                sumi = iq_group_dot(lo, hi, iq_even_signs(aux >> (7 * g)), x.a[2 * g], x.a[2 * g + 1], sumi);
+            }
+            acc += x.d * (float)((2 * (int)(aux >> 28) + 1) * sumi);
+        }
+        return 0.25f * h2f(t32_word(w, 0)) * acc;
+    }
+};
+
+/* IQ3_S: d at 0, index low bytes at 2 + 8 ib, qh at 66, signs at 74 + 4 ib, scale nibbles at 106 */
+struct t32_iq3_s_v66 : t32_geo<110, 7, 0, false> {
+    using book = fmt_iq3_s::book;
+    static __device__ __forceinline__ void prepare() { fmt_iq3_s::prepare(); }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        const uint32_t qh2[2] = {t32_u32(w, 66), t32_u32(w, 70)}, scw = t32_u32(w, 106);
+        float acc = 0.0f;
+#pragma unroll
+        for (int ib = 0; ib < 8; ib++) {
+            const uint32_t idx[2] = {t32_u32(w, 2 + 8 * ib), t32_u32(w, 6 + 8 * ib)}, sgn = t32_u32(w, 74 + 4 * ib);
+            const uint32_t qh = (qh2[ib >> 2] >> (8 * (ib & 3))) & 0xFFu;
+            const int ls = 2 * (int)((scw >> (4 * ib)) & 15u) + 1;
+            const t32_act32 x = t32_act_of(act, ib);
+            int sumi = 0;
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+                const uint32_t pair = idx[g >> 1] >> (16 * (g & 1));
+                const uint32_t lo = book::at(iq3s_grid_dev.v, (pair & 0xFFu) | ((qh >> (2 * g)) & 1u) << 8);
+                const uint32_t hi = book::at(iq3s_grid_dev.v, ((pair >> 8) & 0xFFu) | ((qh >> (2 * g + 1)) & 1u) << 8);
+                sumi = iq_group_dot(lo, hi, sgn >> (8 * g), x.a[2 * g], x.a[2 * g + 1], sumi);
+            }
+            acc += x.d * (float)(ls * sumi);
+        }
+        return h2f(t32_word(w, 0)) * acc;
+    }
+};
+
+/* IQ1_S: d at 0, index low bytes at 2 + 4 ib, a u16 at 34 + 2 ib (high index
+ * bits, scale code, shift sign) */
+struct t32_iq1_s_v66 : t32_geo<50, 3, 2, false> {
+    using book = fmt_iq1_s::book;
+    static __device__ __forceinline__ void prepare() { fmt_iq1_s::prepare(); }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int ib = 0; ib < 8; ib++) {
+            const uint32_t qs = t32_u32(w, 2 + 4 * ib), h = t32_u32(w, 34 + 2 * ib) & 0xFFFFu;
+            const t32_act32 x = t32_act_of(act, ib);
+            int isum = 0;
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+                const uint2 pt = book::at(iq1s_grid_dev.v, ((qs >> (8 * g)) & 0xFFu) | ((h >> (3 * g)) & 7u) << 8);
+                isum += iq1_group(pt, (h & 0x8000u) != 0, x.a[2 * g], x.a[2 * g + 1]);
+            }
+            acc += x.d * (float)((2 * (int)((h >> 12) & 7u) + 1) * isum);
+        }
+        return 0.125f * h2f(t32_word(w, 0)) * acc;
+    }
+};
+
+/* IQ1_M: index low bytes at 4 ib, a u16 of group nibbles at 32 + 2 ib, the
+ * scale words (with d's nibbles) at 48 and 52: the side bytes */
+struct t32_iq1_m_v66 : t32_geo<56, 3, 8, false> {
+    using book = fmt_iq1_m::book;
+    static __device__ __forceinline__ void prepare() { fmt_iq1_m::prepare(); }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        const uint32_t sc[2] = {t32_word(w, 12), t32_word(w, 13)};
+        const uint32_t dbits = (sc[0] >> 12 & 0xFu) | (sc[0] >> 28) << 4 | (sc[1] >> 12 & 0xFu) << 8 | (sc[1] >> 28) << 12;
+        float acc = 0.0f;
+#pragma unroll
+        for (int ib = 0; ib < 8; ib++) {
+            const uint32_t qs = t32_word(w, ib), qh = t32_u32(w, 32 + 2 * ib) & 0xFFFFu;
+            const uint32_t pair = ib >> 2 ? sc[1] : sc[0];
+            const uint32_t word = ((ib >> 1) & 1 ? pair >> 16 : pair) >> (6 * (ib & 1));
+            const t32_act32 x = t32_act_of(act, ib);
+            int part[2] = {0, 0};
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+                const uint32_t hn = qh >> (4 * g);
+                const uint2 pt = book::at(iq1s_grid_dev.v, ((qs >> (8 * g)) & 0xFFu) | (hn & 7u) << 8);
+                part[g >> 1] += iq1_group(pt, (hn & 8u) != 0, x.a[2 * g], x.a[2 * g + 1]);
+            }
+            acc += x.d * (float)((2 * (int)(word & 7u) + 1) * part[0] + (2 * (int)((word >> 3) & 7u) + 1) * part[1]);
+        }
+        return 0.125f * h2f(dbits) * acc;
+    }
+};
+
 /* v55 (argument "/t32", "check-t32"): the tiled GEMV (gemv_tiled.cuh): a lane
  * a block, tiles of 32 blocks laid out so each warp load is 512 contiguous
  * bytes, the activation in shared memory. The weight copies are random bytes
@@ -814,14 +990,22 @@ static void run_read(const lab_ctx *c) {
  * time is the same); "glu" rows read the gate+up shape as (gate, up) row
  * pairs; "ks" rows split a group's T tiles over the T warps of a block
  * (WARPS must equal T). Grid: BPS blocks an SM at most (0: as many as fit). */
+/* the kernel's opt-in to smem bytes of dynamic shared memory (codebook tables past 48 KB) */
+template <class F, int WARPS, int G, int KS, bool GLU>
+static void t32_optin(int smem) {
+    if (smem <= 48 * 1024) return;
+    if (KS) CK(cudaFuncSetAttribute(gemv_t32_ks<F, WARPS, G>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    else CK(cudaFuncSetAttribute(gemv_t32<F, WARPS, G, GLU>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+}
 template <class F, int WARPS, int G, int KS, bool GLU, int BPS>
 static void run_t32(const lab_ctx *c) {
     static int most = 0, smem = 0;
     const int nb = c->n_in / F::QK;
     if ((G * nb) % 32 != 0 || (KS && G * nb / 32 != WARPS)) return; /* not this variant's shape: no launch */
-    if (!most || smem != nb * F::ACT) {
-        smem = nb * F::ACT;
+    if (!most || smem != t32_smem_bytes<F>(c->n_in)) {
+        smem = t32_smem_bytes<F>(c->n_in);
         int per_sm = 0;
+        t32_optin<F, WARPS, G, KS, GLU>(smem);
         if (KS) CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_t32_ks<F, WARPS, G>, WARPS * 32, smem));
         else CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_t32<F, WARPS, G, GLU>, WARPS * 32, smem));
         if (BPS && per_sm > BPS) per_sm = BPS;
@@ -897,7 +1081,8 @@ static void check_t32(const char *name, float *x, int8_t *xq, float2 *xds, act_s
     else
         gemv_q8<FL, 4, 1, 1, 1><<<CEIL_DIV(n, 4), 128>>>(W, rb, a, y1, n, k, n, 0, (unsigned long long *)NULL);
     CK(cudaMemset(y2, 0xFF, sizeof(float) * n));
-    const int smem = (k / F::QK) * F::ACT;
+    const int smem = t32_smem_bytes<F>(k);
+    t32_optin<F, WARPS, G, KS, GLU>(smem);
     if (KS) gemv_t32_ks<F, WARPS, G><<<sm_count, WARPS * 32, smem>>>(Wt, a, y2, k, (int)rows, 0);
     else
         gemv_t32<F, WARPS, G, GLU><<<sm_count, WARPS * 32, smem>>>(Wt, a, y2, k, (int)rows, 0, (int)GLU_SILU,
@@ -1208,6 +1393,14 @@ static const variant variants[] = {
     V_T32F("IQ4_XS", t32_iq4_xs, 136),
     /* the IQ lattices and the ternary formats (padded: IQ2_XS 80, IQ3_S 112, TQ1_0 56 bytes) */
     V_T32F("IQ2_XXS", t32_iq2_xxs, 66), V_T32F("IQ2_XS", t32_iq2_xs, 80), V_T32F("IQ2_S", t32_iq2_s, 82),
+    V_T32F("IQ2_XXS/v66", t32_iq2_xxs_v66, 66), V_T32F("IQ2_XS/v66", t32_iq2_xs_v66, 80),
+    V_T32F("IQ2_S/v66", t32_iq2_s_v66, 82),
+    V_T32F("IQ3_XXS/v66", t32_iq3_xxs_v66, 98), V_T32F("IQ3_S/v66", t32_iq3_s_v66, 112),
+    V_T32F("IQ1_S/v66", t32_iq1_s_v66, 50), V_T32F("IQ1_M/v66", t32_iq1_m_v66, 56),
+    /* other copy counts than the library's */
+    V_T32F("IQ2_XS/r16", t32_iq2_xs_t<16>, 80), V_T32F("IQ2_S/r8", t32_iq2_s_t<8>, 82),
+    V_T32F("IQ3_XXS/r16", t32_iq3_xxs_t<16>, 98), V_T32F("IQ3_S/r32", t32_iq3_s_t<32>, 112),
+    V_T32F("IQ1_S/r8", t32_iq1_s_t<8>, 50), V_T32F("IQ1_M/r4", t32_iq1_m_t<4>, 56),
     V_T32F("IQ3_XXS", t32_iq3_xxs, 98), V_T32F("IQ3_S", t32_iq3_s, 112), V_T32F("IQ1_S", t32_iq1_s, 50),
     V_T32F("IQ1_M", t32_iq1_m, 56), V_T32F("TQ2_0", t32_tq2_0, 66), V_T32F("TQ1_0", t32_tq1_0, 56),
     /* the legacy formats in Q4_0's unit of 8 blocks (bytes: the unit of 256 elements) */
@@ -1722,11 +1915,22 @@ int main(int argc, char **argv) {
             check_t32<t32_iq4_xs, fmt_iq4_xs, 8, 2, 0, false>("IQ4_XS/t32 g2", x, xq, xds, sc, 4096, 4093, 0);
             check_t32<t32_iq4_xs, fmt_iq4_xs, 7, 4, 1, false>("IQ4_XS/t32ks", x, xq, xds, sc, 14336, 4093, 0);
             check_t32<t32_iq2_xxs, fmt_iq2_xxs, 8, 2, 0, false>("IQ2_XXS/t32 g2", x, xq, xds, sc, 4096, 4093, 0);
+            check_t32<t32_iq2_xxs, fmt_iq2_xxs, 7, 4, 1, false>("IQ2_XXS/t32ks", x, xq, xds, sc, 14336, 4093, 0);
+            check_t32<t32_iq2_xs, fmt_iq2_xs, 8, 2, 0, false>("IQ2_XS/t32 g2", x, xq, xds, sc, 4096, 4093, 0);
+            check_t32<t32_iq2_s, fmt_iq2_s, 7, 4, 1, false>("IQ2_S/t32ks", x, xq, xds, sc, 14336, 4093, 0);
+            check_t32<t32_iq2_xs_t<16>, fmt_iq2_xs, 8, 2, 0, false>("IQ2_XS/r16 g2", x, xq, xds, sc, 4096, 4093, 0);
+            check_t32<t32_iq2_s_t<8>, fmt_iq2_s, 8, 2, 0, false>("IQ2_S/r8 g2", x, xq, xds, sc, 4096, 4093, 0);
+            check_t32<t32_iq3_xxs_t<16>, fmt_iq3_xxs, 7, 4, 1, false>("IQ3_XXS/r16 ks", x, xq, xds, sc, 14336, 4093, 0);
+            check_t32<t32_iq3_s_t<32>, fmt_iq3_s, 8, 2, 0, false>("IQ3_S/r32 g2", x, xq, xds, sc, 4096, 4093, 0);
+            check_t32<t32_iq1_s_t<8>, fmt_iq1_s, 8, 2, 0, false>("IQ1_S/r8 g2", x, xq, xds, sc, 4096, 4093, 0);
+            check_t32<t32_iq1_m_t<4>, fmt_iq1_m, 7, 4, 1, false>("IQ1_M/r4 ks", x, xq, xds, sc, 14336, 4093, 54);
             check_t32<t32_iq2_xs, fmt_iq2_xs, 7, 4, 1, false>("IQ2_XS/t32ks", x, xq, xds, sc, 14336, 4093, 0);
             check_t32<t32_iq2_s, fmt_iq2_s, 8, 2, 0, true>("IQ2_S/t32glu", x, xq, xds, sc, 4096, 1023, 0);
             check_t32<t32_iq3_xxs, fmt_iq3_xxs, 8, 2, 0, false>("IQ3_XXS/t32 g2", x, xq, xds, sc, 4096, 4093, 0);
             check_t32<t32_iq3_s, fmt_iq3_s, 7, 4, 1, false>("IQ3_S/t32ks", x, xq, xds, sc, 14336, 4093, 0);
             check_t32<t32_iq1_s, fmt_iq1_s, 8, 2, 0, false>("IQ1_S/t32 g2", x, xq, xds, sc, 4096, 4093, 0);
+            check_t32<t32_iq1_m, fmt_iq1_m, 8, 2, 0, false>("IQ1_M/t32 g2", x, xq, xds, sc, 4096, 4093, 54); /* d: the top nibbles of the scale words */
+            check_t32<t32_iq3_xxs, fmt_iq3_xxs, 7, 4, 1, false>("IQ3_XXS/t32ks", x, xq, xds, sc, 14336, 4093, 0);
             check_t32<t32_tq2_0, fmt_tq2_0, 8, 2, 0, false>("TQ2_0/t32 g2", x, xq, xds, sc, 4096, 4093, 64);
             check_t32<t32_tq1_0, fmt_tq1_0, 7, 4, 1, false>("TQ1_0/t32ks", x, xq, xds, sc, 14336, 4093, 52);
         }

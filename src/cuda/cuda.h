@@ -91,11 +91,14 @@ nib_status nib_cuda_weight_upload(nib_type type, const void *host, int64_t n_in,
 void nib_cuda_weight_free(nib_cuda_weight *w);
 /* Lays an uploaded matrix out for the tiled one-token GEMV (gemv_tiled.cuh)
  * where that layout has a kernel for its format and shape and measured
- * faster (Q4_K and Q6_K, rows a multiple of 2048: gemv_tiled.cu says which),
+ * faster (20 formats, rows a multiple of 2048: gemv_tiled.cu says which),
  * replacing its copy; *tiled says whether it did. For matrices read only as
  * products (not by nib_cuda_get_rows or the pair kernel). NIB_CUDA_TILED=0
  * in the environment keeps every matrix in the file's layout. */
 nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_error *err);
+/* The same for a fused Q/K/V matrix (Q, K and V of one format as one): tiled
+ * only for the formats where that measured faster than the item kernels. */
+nib_status nib_cuda_weight_tile_qkv(nib_cuda_weight *w, bool *tiled, nib_error *err);
 /* The same for a feed-forward's gate and up (one shape and format), tiled
  * together as one matrix of interleaved rows for the gate/up kernel: from
  * then on they are used only together, by nib_cuda_matmul_glu (and freed

@@ -53,6 +53,11 @@ nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_error *err)
     *tiled = false;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }
+nib_status nib_cuda_weight_tile_qkv(nib_cuda_weight *w, bool *tiled, nib_error *err) {
+    (void)w;
+    *tiled = false;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
 nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_weight *up, bool *tiled, nib_error *err) {
     (void)gate, (void)up;
     *tiled = false;

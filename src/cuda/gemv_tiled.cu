@@ -15,7 +15,7 @@
  * Which: matrices of the formats in t32_table (every dp4a format but Q8_0
  * and MXFP4) whose rows are a multiple of 2048 elements (G = 1, 2 or 4 rows
  * a warp group) and short or about square (the output projection, gate, up,
- * LM head), and the long rows of the formats with t32_ops.ks when a group is
+ * LM head, and a fused Q/K/V of the formats with t32_ops.qkv), and the long rows of the formats with t32_ops.ks when a group is
  * 7 tiles (14336-wide downs: split over 7 warps); with rows enough to fill
  * the device (t32_fills). The other formats' long rows keep the item
  * kernels' split K (which one by the 8B step's speed: gemv_tiled_kq.cu,
@@ -121,6 +121,7 @@ extern "C" nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_
     if (!t32_shape(w, false, &g, &ks) || !t32_fills(w, g, ks, false)) return NIB_OK;
     if (!t32_find(w->type)->plan(w, g, ks, false, err))
         return err ? err->status : NIB_ERR_IO;
+    if (!w->t32_grid) return NIB_OK;
     uint8_t *dst = NULL;
     size_t bytes = 0;
     const nib_status s = t32_build(w, w->dev, w->dev, 1, &dst, &bytes, err);
@@ -130,6 +131,14 @@ extern "C" nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_
     w->t32_tile = t32_find(w->type)->tile;
     *tiled = true;
     return NIB_OK;
+}
+
+extern "C" nib_status nib_cuda_weight_tile_qkv(nib_cuda_weight *w, bool *tiled, nib_error *err) {
+    *tiled = false;
+    if (!w) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_weight_tile_qkv: NULL weight");
+    const t32_ops *o = t32_find(w->type);
+    if (!o || !o->qkv) return NIB_OK;
+    return nib_cuda_weight_tile(w, tiled, err);
 }
 
 extern "C" nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_weight *up, bool *tiled,
@@ -147,6 +156,7 @@ extern "C" nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_w
         return NIB_OK;
     if (!t32_find(gate->type)->plan(gate, g, false, true, err))
         return err ? err->status : NIB_ERR_IO;
+    if (!gate->t32_grid) return NIB_OK;
     uint8_t *dst = NULL;
     size_t bytes = 0;
     const nib_status s = t32_build(gate, gate->dev, up->dev, 2, &dst, &bytes, err);

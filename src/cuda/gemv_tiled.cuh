@@ -434,6 +434,29 @@ template <class F>
 __device__ __forceinline__ void t32_prepare() {
     if constexpr (t32_has_book<F>::value) F::prepare();
 }
+/* The kernels' dynamic shared memory: F::BOOK_BYTES of codebook tables
+ * (formats that declare them; a multiple of 16), then the activation's copy
+ * (nb * F::ACT). t32_smem_bytes is the launch's dynamic size. */
+template <class F, class = void>
+struct t32_book_of {
+    static constexpr int bytes = 0;
+};
+template <class F>
+struct t32_book_of<F, std::void_t<decltype(F::BOOK_BYTES)>> {
+    static constexpr int bytes = F::BOOK_BYTES;
+};
+template <class F>
+constexpr int t32_smem_bytes(int n_in) {
+    return t32_book_of<F>::bytes + n_in / F::QK * F::ACT;
+}
+__device__ __forceinline__ uint32_t *t32_book_words() {
+    extern __shared__ __align__(16) uint8_t t32_smem[];
+    return (uint32_t *)t32_smem;
+}
+template <class F>
+__device__ __forceinline__ uint8_t *t32_act_smem() {
+    return (uint8_t *)t32_book_words() + t32_book_of<F>::bytes;
+}
 
 /* rows a warp takes at a time for nb blocks a row: the smallest G of 1, 2,
  * 4, 8 with G * nb a multiple of 32; 0 when none (the item kernels serve) */
@@ -505,12 +528,12 @@ __device__ __forceinline__ int t32_row(int j, int lane, int nb, int &sb) {
  * gate/up pair tiled as one matrix of interleaved rows (gate i at 2i, up i at
  * 2i + 1; G even), and h[i] = act(gate i . x) * (up i . x) goes to y[i].
  * best: the fused argmax's key (row_key, gemv_kernels.cuh), or NULL. Shared
- * memory: nb * F::ACT. Launch any grid: warps loop over row groups. */
+ * memory: t32_smem_bytes<F>(n_in). Launch any grid: warps loop over row groups. */
 template <class F, int WARPS, int G, bool GLU>
 __global__ void __launch_bounds__(WARPS * 32)
 gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_in, int n_out, int add, int act,
          unsigned long long *best) {
-    extern __shared__ __align__(16) uint8_t t32_act[];
+    uint8_t *const t32_act = t32_act_smem<F>();
     static_assert(!GLU || G % 2 == 0, "a GLU group holds whole (gate, up) pairs");
     pdl_launch_dependents();
     const int lane = threadIdx.x & 31;
@@ -581,7 +604,7 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
 template <class F, int WARPS, int G>
 __global__ void __launch_bounds__(WARPS * 32)
 gemv_t32_ks(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_in, int n_out, int add) {
-    extern __shared__ __align__(16) uint8_t t32_act[];
+    uint8_t *const t32_act = t32_act_smem<F>();
     __shared__ float part[2][WARPS][G];
     pdl_launch_dependents();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;

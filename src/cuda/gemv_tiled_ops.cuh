@@ -14,7 +14,9 @@ struct t32_ops {
     nib_type type;
     int tile;      /* bytes a tile of 32 blocks */
     bool ks;       /* long rows in 7-tile groups take the split kernel (else the item kernels keep them) */
-    /* w->t32_grid for rows of g-row groups (ks: the split kernel; glu: a gate/up pair) */
+    bool qkv;      /* a fused Q/K/V matrix of the format is tiled too (else the item kernels keep it) */
+    /* w->t32_grid for rows of g-row groups (ks: the split kernel; glu: a gate/up pair); 0 where
+     * a block does not fit the device */
     bool (*plan)(nib_cuda_weight *w, int g, bool ks, bool glu, nib_error *err);
     /* the conversion kernel (t32_tile) on grid blocks */
     void (*tile_matrix)(const uint8_t *src0, const uint8_t *src1, int n_src, uint8_t *dst, size_t n_blocks, int nb,
@@ -24,15 +26,31 @@ struct t32_ops {
                           unsigned long long *best, cudaStream_t st);
 };
 
-/* Blocks an SM holds of kernel K with smem bytes of dynamic shared memory */
+/* Blocks an SM holds of kernel K with smem bytes of dynamic shared memory.
+ * Above the default 48 KB (the replicated IQ2 codebooks, gemv_tiled_iq.cuh)
+ * the kernel opts in first, here at load time; where the device's opt-in
+ * limit is lower (sm_86/sm_89: 99 KB) *per_sm is 0 and the matrix keeps the
+ * file's layout (t32_plan leaves t32_grid 0). */
+#define T32_SMEM_DEFAULT (48 * 1024)
 template <class K>
 static bool t32_per_sm(K kernel, int threads, int smem, int *per_sm, nib_error *err) {
+    *per_sm = 0;
+    if (smem > T32_SMEM_DEFAULT) {
+        int dev = 0, most = 0;
+        if (!CUDA_OK(cudaGetDevice(&dev), "t32 grid", err) ||
+            !CUDA_OK(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "t32 grid", err))
+            return false;
+        if (smem > most) return true;
+        if (!CUDA_OK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "t32 shared memory",
+                     err))
+            return false;
+    }
     return CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, kernel, threads, smem), "t32 grid", err);
 }
 
 template <class F, int W>
 static bool t32_plan(nib_cuda_weight *w, int g, bool ks, bool glu, nib_error *err) {
-    const int nb = (int)(w->n_in / F::QK), smem = nb * F::ACT, rows = (int)w->n_out * (glu ? 2 : 1);
+    const int smem = t32_smem_bytes<F>((int)w->n_in), rows = (int)w->n_out * (glu ? 2 : 1);
     const int n_groups = CEIL_DIV(rows, g);
     int a = 0;
     bool ok;
@@ -43,8 +61,8 @@ static bool t32_plan(nib_cuda_weight *w, int g, bool ks, bool glu, nib_error *er
               : g == 2 ? t32_per_sm(gemv_t32<F, W, 2, false>, 32 * W, smem, &a, err)
                        : t32_per_sm(gemv_t32<F, W, 4, false>, 32 * W, smem, &a, err);
     if (!ok) return false;
-    const int need = ks ? n_groups : CEIL_DIV(n_groups, W), most = w->sms * (a > 0 ? a : 1);
-    w->t32_grid = need < most ? need : most;
+    const int need = ks ? n_groups : CEIL_DIV(n_groups, W), most = w->sms * a;
+    w->t32_grid = need < most ? need : most; /* 0: no block fits, the file's layout stays */
     return true;
 }
 
@@ -82,7 +100,7 @@ static void t32_tile_launch(const uint8_t *src0, const uint8_t *src1, int n_src,
 template <class F, int W>
 static cudaError_t t32_launch(const nib_cuda_weight *w, const act_q8 &a, float *y, int add, int act,
                               unsigned long long *best, cudaStream_t st) {
-    const int smem = (int)(w->n_in / F::QK) * F::ACT, n_in = (int)w->n_in;
+    const int smem = t32_smem_bytes<F>((int)w->n_in), n_in = (int)w->n_in;
     if (w->t32_ks) {
         if (best) return cudaErrorInvalidValue; /* not reached: split rows are not LM heads */
         return pdl_launch(gemv_t32_ks<F, T32_KS_TILES, 4>, dim3(w->t32_grid), dim3(32 * T32_KS_TILES), smem, st, w->dev,
@@ -110,7 +128,7 @@ static cudaError_t t32_launch(const nib_cuda_weight *w, const act_q8 &a, float *
 }
 
 /* the table row NAME of format TYPE, tiled form F on blocks of W warps */
-#define T32_OPS(NAME, TYPE, F, W, KS) \
-    extern const t32_ops NAME = {TYPE, F::TILE, KS, t32_plan<F, W>, t32_tile_launch<F>, t32_launch<F, W>};
+#define T32_OPS(NAME, TYPE, F, W, KS, QKV) \
+    extern const t32_ops NAME = {TYPE, F::TILE, KS, QKV, t32_plan<F, W>, t32_tile_launch<F>, t32_launch<F, W>};
 
 #endif

@@ -55,6 +55,75 @@ static __device__ const iq_grid_dev<uint8_t, 256, 4> iq3xxs_grid_dev = iq_grid_c
 static __device__ const iq_grid_dev<uint8_t, 512, 4> iq3s_grid_dev = iq_grid_copy(iq3s_grid);
 static __device__ const iq_grid_dev<int8_t, 2048, 8> iq1s_grid_dev = iq_grid_copy(iq1s_grid);
 
+/* The IQ2 lattices' points as prmt selectors (the tiled kernels' form,
+ * gemv_tiled_iq.cuh): every magnitude of those codebooks is 8, 25 or 43, so
+ * nibble k of a point's word holds magnitude k's code 0, 1 or 2. A sign word
+ * sets bit 2 of the nibbles whose weight is negative; prmt over the register
+ * pair {8, 25, 43, 0, -8, -25, -43, 0} then yields a word's 4 signed weights
+ * in one instruction (iq2_sel_dot), where the byte masks took ~12. */
+template <int N>
+struct alignas(16) iq_sel_dev {
+    uint32_t v[N];
+};
+constexpr uint32_t iq2_code(uint8_t m) { return m == 8 ? 0u : m == 25 ? 1u : 2u; }
+template <int N>
+constexpr iq_sel_dev<N> iq2_sel_copy(const uint8_t (&g)[N][8]) {
+    iq_sel_dev<N> d{};
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < 8; k++) d.v[i] |= iq2_code(g[i][k]) << (4 * k);
+    return d;
+}
+/* sign words: bit 2 of nibble k where bit k of s is set; SEVEN: s holds 7
+ * stored bits and the 8th makes the count of set bits even (quant/q_iq.c
+ * even_signs: IQ2_XXS, IQ2_XS); else the 8 bits are all stored (IQ2_S) */
+template <int N, bool SEVEN>
+constexpr iq_sel_dev<N> iq_sign_sel_make() {
+    iq_sel_dev<N> d{};
+    for (int s = 0; s < N; s++) {
+        int bits = s, ones = 0;
+        for (int k = 0; k < 7; k++) ones += (s >> k) & 1;
+        if (SEVEN && (ones & 1)) bits |= 0x80;
+        for (int k = 0; k < 8; k++)
+            if ((bits >> k) & 1) d.v[s] |= 4u << (4 * k);
+    }
+    return d;
+}
+/* IQ1_S/IQ1_M's points the same way: values -1, 0, 1 as codes 0, 1, 2 */
+template <int N>
+constexpr iq_sel_dev<N> iq1_sel_copy(const int8_t (&g)[N][8]) {
+    iq_sel_dev<N> d{};
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < 8; k++) d.v[i] |= (uint32_t)(g[i][k] + 1) << (4 * k);
+    return d;
+}
+/* IQ3's signs as byte masks (0xFF where negative; weights 0-3, 4-7): SEVEN,
+ * the 8th bit from the parity of the 7 stored ones (IQ3_XXS), else the 8
+ * stored bits (IQ3_S) */
+template <int N>
+struct alignas(16) iq_mask_dev {
+    uint2 v[N];
+};
+template <int N, bool SEVEN>
+constexpr iq_mask_dev<N> iq_sign_mask_make() {
+    iq_mask_dev<N> d{};
+    for (int s = 0; s < N; s++) {
+        int bits = s, ones = 0;
+        for (int k = 0; k < 7; k++) ones += (s >> k) & 1;
+        if (SEVEN && (ones & 1)) bits |= 0x80;
+        for (int k = 0; k < 8; k++)
+            if ((bits >> k) & 1) (k < 4 ? d.v[s].x : d.v[s].y) |= 0xFFu << (8 * (k & 3));
+    }
+    return d;
+}
+static __device__ const iq_sel_dev<256> iq2xxs_sel_dev = iq2_sel_copy(iq2xxs_grid);
+static __device__ const iq_sel_dev<512> iq2xs_sel_dev = iq2_sel_copy(iq2xs_grid);
+static __device__ const iq_sel_dev<1024> iq2s_sel_dev = iq2_sel_copy(iq2s_grid);
+static __device__ const iq_sel_dev<128> iq_sign7_sel_dev = iq_sign_sel_make<128, true>();
+static __device__ const iq_sel_dev<256> iq_sign8_sel_dev = iq_sign_sel_make<256, false>();
+static __device__ const iq_sel_dev<2048> iq1s_sel_dev = iq1_sel_copy(iq1s_grid);
+static __device__ const iq_mask_dev<128> iq_sign7_mask_dev = iq_sign_mask_make<128, true>();
+static __device__ const iq_mask_dev<256> iq_sign8_mask_dev = iq_sign_mask_make<256, false>();
+
 /* A point as words: 8 values as two int8x4 words (IQ1/IQ2), 4 as one (IQ3). */
 template <class T, int N>
 __device__ __forceinline__ uint2 iq_point8(const iq_grid_dev<T, N, 8> &g, unsigned i) {

@@ -141,15 +141,20 @@ static nib_status upload_matrix(nib_gpu *g, const nib_weight *w, nib_cuda_weight
 
 /* A matrix read only as products (not looked up by row, not part of the
  * Q/K/V pair kernel) into the tiled GEMV layout where it has one
- * (nib_cuda_weight_tile; gate and up together, nib_cuda_weight_tile_glu);
- * the device bytes move by the layout's padding. */
-static nib_status tile_matrix(nib_gpu *g, nib_cuda_weight *w, nib_error *err) {
+ * (nib_cuda_weight_tile; a fused Q/K/V of one format only where that format
+ * gains by it, nib_cuda_weight_tile_qkv; gate and up together,
+ * nib_cuda_weight_tile_glu); the device bytes move by the layout's padding. */
+typedef nib_status (*tile_fn)(nib_cuda_weight *w, bool *tiled, nib_error *err);
+static nib_status tile_with(nib_gpu *g, nib_cuda_weight *w, tile_fn fn, nib_error *err) {
     if (!w) return NIB_OK;
     const uint64_t before = nib_cuda_weight_bytes(w);
     bool tiled = false;
-    nib_status s = nib_cuda_weight_tile(w, &tiled, err);
+    nib_status s = fn(w, &tiled, err);
     if (s == NIB_OK && tiled) g->dev_bytes = g->dev_bytes - before + nib_cuda_weight_bytes(w);
     return s;
+}
+static nib_status tile_matrix(nib_gpu *g, nib_cuda_weight *w, nib_error *err) {
+    return tile_with(g, w, nib_cuda_weight_tile, err);
 }
 static nib_status tile_glu(nib_gpu *g, nib_cuda_weight *gate, nib_cuda_weight *up, nib_error *err) {
     const uint64_t before = nib_cuda_weight_bytes(gate) + nib_cuda_weight_bytes(up);
@@ -385,7 +390,7 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
             upload_vec(g, &l->k_norm, &L->k_norm, err) || upload_vec(g, &l->bq, &L->bq, err) ||
             upload_vec(g, &l->bk, &L->bk, err) || upload_vec(g, &l->bv, &L->bv, err) ||
             tile_matrix(g, L->wo, err) || tile_glu(g, L->gate, L->up, err) ||
-            tile_matrix(g, L->down, err))
+            tile_matrix(g, L->down, err) || (L->n_fused == 3 && tile_with(g, L->wqkv, nib_cuda_weight_tile_qkv, err)))
             goto fail;
         const nib_weight *qkv[] = {&l->wq, &l->wk, &l->wv}, *ffn[] = {&l->gate, &l->up};
         L->attn_defer = defer_ok(qkv, 3);
