@@ -983,6 +983,59 @@ struct t32_iq1_m_v66 : t32_geo<56, 3, 8, false> {
     }
 };
 
+/* v72: the IQ4 formats' tiled dots before iq4_word_dot (lut16 on the
+ * activation in natural order); "/v67" rows, for the A/B in one run. */
+/* IQ4_XS, 136 bytes = 8 chunks and 8 side bytes: d and scales_h (word 0),
+ * scales_l (word 1), qs[128] (words 2-33: 16 bytes a 32 elements, IQ4_NL's
+ * order); as fmt_iq4_xs over the whole block. */
+struct t32_iq4_xs_v67 {
+    static constexpr int QK = 256, BYTES = 136, CH = 8, SIDE = 8, TILE = CH * 512 + 32 * SIDE, ACT = 336;
+    static constexpr bool SUMS16 = false;
+    static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return t32_block_chunk<BYTES>(b, c); }
+    static __device__ __forceinline__ uint2 side(const uint8_t *b) { return t32_block_side<BYTES, CH, SIDE>(b); }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        const uint32_t h0 = t32_word(w, 0), h1 = t32_word(w, 1);
+        float acc = 0.0f;
+#pragma unroll
+        for (int ib = 0; ib < 8; ib++) {
+            const uint8_t *ap = act + 32 * ib;
+            const int4 a0 = *(const int4 *)ap, a1 = *(const int4 *)(ap + 16);
+            const int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            int sumi = 0;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const int2 v = lut16(t32_word(w, 2 + 4 * ib + k), IQ4NL_T);
+                sumi = __dp4a(v.x, a[k], sumi);
+                sumi = __dp4a(v.y, a[k + 4], sumi);
+            }
+            const int ls = ((int)((h1 >> (4 * ib)) & 15u) | (int)(((h0 >> 16) >> (2 * ib)) & 3u) << 4) - 32;
+            acc += *(const float *)(act + 256 + 8 * ib) * (float)(ls * sumi);
+        }
+        return h2f(h0) * acc;
+    }
+};
+
+struct t32_iq4_nl_v67 : t32_legacy_geo<18> {
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const uint32_t q[4] = {w.c[j].x, w.c[j].y, w.c[j].z, w.c[j].w};
+            const int4 a0 = *(const int4 *)(act + 32 * j), a1 = *(const int4 *)(act + 32 * j + 16);
+            const int al[4] = {a0.x, a0.y, a0.z, a0.w}, ah[4] = {a1.x, a1.y, a1.z, a1.w};
+            int sumi = 0;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const int2 v = lut16(q[k], IQ4NL_T);
+                sumi = __dp4a(v.x, al[k], sumi);
+                sumi = __dp4a(v.y, ah[k], sumi);
+            }
+            acc += t32_d8(w.c[8], j) * (*(const float *)(act + 256 + 8 * j) * (float)sumi);
+        }
+        return acc;
+    }
+};
+
 /* v55 (argument "/t32", "check-t32"): the tiled GEMV (gemv_tiled.cuh): a lane
  * a block, tiles of 32 blocks laid out so each warp load is 512 contiguous
  * bytes, the activation in shared memory. The weight copies are random bytes
@@ -1395,6 +1448,7 @@ static const variant variants[] = {
     V_T32F("IQ2_XXS", t32_iq2_xxs, 66), V_T32F("IQ2_XS", t32_iq2_xs, 80), V_T32F("IQ2_S", t32_iq2_s, 82),
     V_T32F("IQ2_XXS/v66", t32_iq2_xxs_v66, 66), V_T32F("IQ2_XS/v66", t32_iq2_xs_v66, 80),
     V_T32F("IQ2_S/v66", t32_iq2_s_v66, 82),
+    V_T32F("IQ4_XS/v67", t32_iq4_xs_v67, 136), V_T32F("IQ4_NL/v67", t32_iq4_nl_v67, 144),
     V_T32F("IQ3_XXS/v66", t32_iq3_xxs_v66, 98), V_T32F("IQ3_S/v66", t32_iq3_s_v66, 112),
     V_T32F("IQ1_S/v66", t32_iq1_s_v66, 50), V_T32F("IQ1_M/v66", t32_iq1_m_v66, 56),
     /* other copy counts than the library's */

@@ -243,7 +243,11 @@ struct fmt_q8_0 : words_block<fmt_q8_0, 9, false> {
 };
 
 /* IQ4_NL, 18 bytes: d, qs[16] as Q4_0 but each nibble indexes kvalues_iq4nl; x = d * kv[q]. */
-#define IQ4NL_T pack4(-127, -104, -83, -65), pack4(-49, -35, -22, -10), pack4(1, 13, 25, 38), pack4(53, 69, 89, 113)
+#define IQ4_T0 pack4(-127, -104, -83, -65)
+#define IQ4_T1 pack4(-49, -35, -22, -10)
+#define IQ4_T2 pack4(1, 13, 25, 38)
+#define IQ4_T3 pack4(53, 69, 89, 113)
+#define IQ4NL_T IQ4_T0, IQ4_T1, IQ4_T2, IQ4_T3
 struct fmt_iq4_nl : words_block<fmt_iq4_nl, 5, false> {
     static constexpr int QK = 32, BYTES = 18, CH = 32;
     static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {

@@ -94,6 +94,79 @@ __device__ __forceinline__ uint2 t32_block_side(const uint8_t *b) {
     return make_uint2(w[0], w[1]);
 }
 
+/* The kernels' dynamic shared memory: F::BOOK_BYTES of codebook tables
+ * (formats that declare them; a multiple of 16), then the activation's copy
+ * (nb * F::ACT). t32_smem_bytes is the launch's dynamic size. */
+template <class F, class = void>
+struct t32_book_of {
+    static constexpr int bytes = 0;
+};
+template <class F>
+struct t32_book_of<F, std::void_t<decltype(F::BOOK_BYTES)>> {
+    static constexpr int bytes = F::BOOK_BYTES;
+};
+template <class F>
+constexpr int t32_smem_bytes(int n_in) {
+    return t32_book_of<F>::bytes + n_in / F::QK * F::ACT;
+}
+__device__ __forceinline__ uint32_t *t32_book_words() {
+    extern __shared__ __align__(16) uint8_t t32_smem[];
+    return (uint32_t *)t32_smem;
+}
+template <class F>
+__device__ __forceinline__ uint8_t *t32_act_smem() {
+    return (uint8_t *)t32_book_words() + t32_book_of<F>::bytes;
+}
+/* A book's head: words a prmt reads as its register operand, 32 copies of
+ * each (T32_HEAD bytes a word), each lane reading its own. As a constant, or
+ * read from one address, nvcc keeps such a word in a uniform register, which
+ * prmt cannot read, and copies it out before every prmt. */
+#define T32_HEAD 128
+__device__ __forceinline__ void t32_head_fill(uint32_t v, int h) {
+    if (threadIdx.x < 32) t32_book_words()[32 * h + threadIdx.x] = v;
+}
+__device__ __forceinline__ uint32_t t32_head_reg(int h) {
+    uint32_t r;
+    asm volatile("ld.shared.u32 %0, [%1];"
+                 : "=r"(r)
+                 : "r"((uint32_t)__cvta_generic_to_shared(t32_book_words() + 32 * h + threadIdx.x % 32)));
+    return r;
+}
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
+    uint32_t r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+    return r;
+}
+
+/* The IQ4 formats' 16 levels (IQ4_NL's table T) by prmt, without a select:
+ * a nibble n picks from the pair (t0, IQ4_T1) = T[0..7] with q as it is, and
+ * from (t2, IQ4_T3P) = T[8..15] + 1 with q ^ 0x88888888. Where bit 3 of its
+ * selector nibble is set prmt fills the byte with the sign of the byte it
+ * picks: in the first pick that is n >= 8, and T[0..7] are all negative, so
+ * the byte is -1; in the second n < 8, and T[8..15] + 1 are all positive, so
+ * 0. The two picks' bytes then add to T[n] for every n (-1 + T[n] + 1, or
+ * T[n] + 0), and two dp4a against the same activations sum them: 11
+ * instructions a word of 8 levels, where lut16 (gemv_formats.cuh) took ~20.
+ * The levels come in nibble order: for IQ4's bytes (low nibble element i,
+ * high nibble i + 16) that is i, i + 16, i + 1, i + 17, the order of the
+ * permuted activation copy (t32_fill with F::PERM). t0 and t2 come from the
+ * book's head (t32_head_reg). */
+#define IQ4_T2P pack4(2, 14, 26, 39)
+#define IQ4_T3P pack4(54, 70, 90, 114)
+#define IQ4_HEAD (2 * T32_HEAD)
+__device__ __forceinline__ void iq4_head_fill() {
+    t32_head_fill(IQ4_T0, 0);
+    t32_head_fill(IQ4_T2P, 1);
+}
+/* sum + the 8 levels of q against a0 (nibbles 0-3) and a1 (nibbles 4-7) */
+__device__ __forceinline__ int iq4_word_dot(uint32_t q, int a0, int a1, uint32_t t0, uint32_t t2, int sum) {
+    const uint32_t qx = q ^ 0x88888888u;
+    sum = __dp4a((int)prmt(t0, IQ4_T1, q), a0, sum);
+    sum = __dp4a((int)prmt(t2, IQ4_T3P, qx), a0, sum);
+    sum = __dp4a((int)prmt(t0, IQ4_T1, q >> 16), a1, sum);
+    return __dp4a((int)prmt(t2, IQ4_T3P, qx >> 16), a1, sum);
+}
+
 /* The activation of one 256-element block in shared memory: 256 quants at 0,
  * 8 (d, s) pairs at 256, and for Q6_K the 16 sums of 16 quants at 320 (its
  * -32 offset then costs one multiply-add a 16 elements). F::ACT, the bytes a
@@ -329,29 +402,39 @@ struct t32_q2_K {
     }
 };
 
+/* A 32-element sub-block of an IQ4 format: its 16 quant bytes (IQ4_NL's
+ * order) against the permuted activation copy at a32 (F::PERM) */
+__device__ __forceinline__ int iq4_sub_dot(const uint32_t (&q)[4], const uint8_t *a32, uint32_t t0, uint32_t t2) {
+    const int4 a0 = *(const int4 *)a32, a1 = *(const int4 *)(a32 + 16);
+    const int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+    int sumi = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) sumi = iq4_word_dot(q[k], a[2 * k], a[2 * k + 1], t0, t2, sumi);
+    return sumi;
+}
+
 /* IQ4_XS, 136 bytes = 8 chunks and 8 side bytes: d and scales_h (word 0),
  * scales_l (word 1), qs[128] (words 2-33: 16 bytes a 32 elements, IQ4_NL's
- * order); as fmt_iq4_xs over the whole block. */
+ * order); as fmt_iq4_xs over the whole block, its levels by iq4_word_dot. */
 struct t32_iq4_xs {
     static constexpr int QK = 256, BYTES = 136, CH = 8, SIDE = 8, TILE = CH * 512 + 32 * SIDE, ACT = 336;
-    static constexpr bool SUMS16 = false;
+    static constexpr bool SUMS16 = false, PERM = true;
+    static constexpr int BOOK_BYTES = IQ4_HEAD;
     static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return t32_block_chunk<BYTES>(b, c); }
     static __device__ __forceinline__ uint2 side(const uint8_t *b) { return t32_block_side<BYTES, CH, SIDE>(b); }
+    static __device__ __forceinline__ void prepare() {
+        iq4_head_fill();
+        __syncthreads();
+    }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        const uint32_t t0 = t32_head_reg(0), t2 = t32_head_reg(1);
         const uint32_t h0 = t32_word(w, 0), h1 = t32_word(w, 1);
         float acc = 0.0f;
 #pragma unroll
         for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *ap = act + 32 * ib;
-            const int4 a0 = *(const int4 *)ap, a1 = *(const int4 *)(ap + 16);
-            const int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-            int sumi = 0;
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const int2 v = lut16(t32_word(w, 2 + 4 * ib + k), IQ4NL_T);
-                sumi = __dp4a(v.x, a[k], sumi);
-                sumi = __dp4a(v.y, a[k + 4], sumi);
-            }
+            const uint32_t q[4] = {t32_word(w, 2 + 4 * ib), t32_word(w, 3 + 4 * ib), t32_word(w, 4 + 4 * ib),
+                                   t32_word(w, 5 + 4 * ib)};
+            const int sumi = iq4_sub_dot(q, act + 32 * ib, t0, t2);
             const int ls = ((int)((h1 >> (4 * ib)) & 15u) | (int)(((h0 >> 16) >> (2 * ib)) & 3u) << 4) - 32;
             acc += *(const float *)(act + 256 + 8 * ib) * (float)(ls * sumi);
         }
@@ -434,30 +517,6 @@ template <class F>
 __device__ __forceinline__ void t32_prepare() {
     if constexpr (t32_has_book<F>::value) F::prepare();
 }
-/* The kernels' dynamic shared memory: F::BOOK_BYTES of codebook tables
- * (formats that declare them; a multiple of 16), then the activation's copy
- * (nb * F::ACT). t32_smem_bytes is the launch's dynamic size. */
-template <class F, class = void>
-struct t32_book_of {
-    static constexpr int bytes = 0;
-};
-template <class F>
-struct t32_book_of<F, std::void_t<decltype(F::BOOK_BYTES)>> {
-    static constexpr int bytes = F::BOOK_BYTES;
-};
-template <class F>
-constexpr int t32_smem_bytes(int n_in) {
-    return t32_book_of<F>::bytes + n_in / F::QK * F::ACT;
-}
-__device__ __forceinline__ uint32_t *t32_book_words() {
-    extern __shared__ __align__(16) uint8_t t32_smem[];
-    return (uint32_t *)t32_smem;
-}
-template <class F>
-__device__ __forceinline__ uint8_t *t32_act_smem() {
-    return (uint8_t *)t32_book_words() + t32_book_of<F>::bytes;
-}
-
 /* rows a warp takes at a time for nb blocks a row: the smallest G of 1, 2,
  * 4, 8 with G * nb a multiple of 32; 0 when none (the item kernels serve) */
 static inline int t32_group_rows(int nb) {
@@ -484,30 +543,57 @@ __device__ __forceinline__ void t32_load(const uint8_t *__restrict__ Wt, size_t 
  * 16-byte pieces a 256-element block (16 of quants, 4 of (d, s) pairs); a
  * quant piece is one 16-element sub-block, whose sum (Q6_K) its thread
  * writes too. A thread issues all its loads before its first store (up to
- * T32_FILL_MAX pieces a pass): one L2 round trip, not one a piece. */
+ * T32_FILL_MAX pieces a pass): one L2 round trip, not one a piece.
+ * F::PERM (the IQ4 formats): each 32-element sub-block's quants are stored
+ * permuted, word 2k + h holding elements 4k + 2h, 4k + 2h + 16, 4k + 2h + 1,
+ * 4k + 2h + 17 (iq4_word_dot's order), so a thread takes a sub-block's two
+ * pieces at once. */
 #define T32_FILL_MAX 8
+template <class F, class = void>
+struct t32_perm_of : std::false_type {};
+template <class F>
+struct t32_perm_of<F, std::void_t<decltype(F::PERM)>> : std::bool_constant<F::PERM> {};
 template <class F>
 __device__ __forceinline__ void t32_fill(uint8_t *act, const act_q8 &a, int nb) {
-    const int total = nb * 20;
-    for (int base = 0; base < total; base += T32_FILL_MAX * (int)blockDim.x) {
-        uint4 v[T32_FILL_MAX];
+    constexpr bool P = t32_perm_of<F>::value;
+    constexpr int QU = P ? 8 : 16, UN = QU + 4; /* quant units a block, then the 4 (d, s) pieces */
+    constexpr int FM = P ? T32_FILL_MAX / 2 : T32_FILL_MAX;
+    const int total = nb * UN;
+    for (int base = 0; base < total; base += FM * (int)blockDim.x) {
+        uint4 v[FM], v2[P ? FM : 1];
 #pragma unroll
-        for (int k = 0; k < T32_FILL_MAX; k++) {
-            const int i = base + k * (int)blockDim.x + (int)threadIdx.x, s = i / 20, p = i % 20;
-            if (i < total)
-                v[k] = p < 16 ? __ldg((const uint4 *)(a.xq + (size_t)s * 256) + p)
-                              : __ldg((const uint4 *)(a.xds + (size_t)s * 8) + (p - 16));
+        for (int k = 0; k < FM; k++) {
+            const int i = base + k * (int)blockDim.x + (int)threadIdx.x, s = i / UN, p = i % UN;
+            if (i < total) {
+                if (p >= QU) v[k] = __ldg((const uint4 *)(a.xds + (size_t)s * 8) + (p - QU));
+                else if (!P) v[k] = __ldg((const uint4 *)(a.xq + (size_t)s * 256) + p);
+                else {
+                    v[k] = __ldg((const uint4 *)(a.xq + (size_t)s * 256) + 2 * p);
+                    v2[P ? k : 0] = __ldg((const uint4 *)(a.xq + (size_t)s * 256) + 2 * p + 1);
+                }
+            }
         }
 #pragma unroll
-        for (int k = 0; k < T32_FILL_MAX; k++) {
-            const int i = base + k * (int)blockDim.x + (int)threadIdx.x, s = i / 20, p = i % 20;
+        for (int k = 0; k < FM; k++) {
+            const int i = base + k * (int)blockDim.x + (int)threadIdx.x, s = i / UN, p = i % UN;
             if (i >= total) break;
-            *(uint4 *)(act + s * F::ACT + 16 * p) = v[k];
-            if (F::SUMS16 && p < 16)
-                *(int *)(act + s * F::ACT + 320 + 4 * p) =
-                    __dp4a((int)v[k].w, 0x01010101,
-                           __dp4a((int)v[k].z, 0x01010101,
-                                  __dp4a((int)v[k].y, 0x01010101, __dp4a((int)v[k].x, 0x01010101, 0))));
+            uint8_t *o = act + s * F::ACT;
+            if (p >= QU) {
+                *(uint4 *)(o + 256 + 16 * (p - QU)) = v[k];
+            } else if (P) { /* elements 0-15 in v, 16-31 in v2 */
+                const uint4 x = v[k], y = v2[P ? k : 0];
+                *(uint4 *)(o + 32 * p) = make_uint4(prmt(x.x, y.x, 0x5140), prmt(x.x, y.x, 0x7362),
+                                                    prmt(x.y, y.y, 0x5140), prmt(x.y, y.y, 0x7362));
+                *(uint4 *)(o + 32 * p + 16) = make_uint4(prmt(x.z, y.z, 0x5140), prmt(x.z, y.z, 0x7362),
+                                                         prmt(x.w, y.w, 0x5140), prmt(x.w, y.w, 0x7362));
+            } else {
+                *(uint4 *)(o + 16 * p) = v[k];
+                if (F::SUMS16)
+                    *(int *)(o + 320 + 4 * p) =
+                        __dp4a((int)v[k].w, 0x01010101,
+                               __dp4a((int)v[k].z, 0x01010101,
+                                      __dp4a((int)v[k].y, 0x01010101, __dp4a((int)v[k].x, 0x01010101, 0))));
+            }
         }
     }
     __syncthreads();

@@ -131,26 +131,12 @@ __device__ __forceinline__ uint32_t iq_byte(uint32_t w, int k) {
     return r;
 }
 
-/* The prmt pairs: bytes 0-3 the "positive" values (a register), 4-7 the
- * negative ones (an immediate). The first word is read back from the book's
- * head, T32_HEAD bytes of 32 copies ahead of the tables, each lane its own:
- * as a constant, or read from one address, nvcc kept it in a uniform
- * register, which prmt cannot read, and copied it out before every prmt. */
+/* The prmt pairs: bytes 0-3 the "positive" values (a register, read back
+ * from the book's head: t32_head_reg), 4-7 the negative ones (an immediate). */
 #define IQ2_POS 0x002B1908u /* 8, 25, 43, 0 */
 #define IQ2_NEG 0x00D5E7F8u /* -8, -25, -43, 0 */
 #define IQ1_POS 0x000901F9u /* 8v + 1 for v = -1, 0, 1: -7, 1, 9, 0 */
 #define IQ1_NEG 0x0007FFF7u /* 8v - 1: -9, -1, 7, 0 */
-#define T32_HEAD 128
-__device__ __forceinline__ void t32_head_fill(uint32_t v) {
-    if (threadIdx.x < 32) t32_book_words()[threadIdx.x] = v;
-}
-__device__ __forceinline__ uint32_t t32_head_reg() {
-    uint32_t r;
-    asm volatile("ld.shared.u32 %0, [%1];"
-                 : "=r"(r)
-                 : "r"((uint32_t)__cvta_generic_to_shared(t32_book_words() + threadIdx.x % 32)));
-    return r;
-}
 template <uint32_t NEG>
 __device__ __forceinline__ int iq_prmt(uint32_t pos, uint32_t sel) {
     uint32_t r;
@@ -169,13 +155,13 @@ template <int REP = 32>
 struct t32_iq2_xxs_t : t32_geo<66, 4, 2, false> {
     static constexpr int T0 = T32_HEAD / 4, BOOK_BYTES = T32_HEAD + (256 + 128) * REP * 4;
     static __device__ __forceinline__ void prepare() {
-        t32_head_fill(IQ2_POS);
+        t32_head_fill(IQ2_POS, 0);
         t32_rep_fill<256, REP>(t32_book_words() + T0, iq2xxs_sel_dev.v);
         t32_rep_fill<128, REP>(t32_book_words() + T0 + 256 * REP, iq_sign7_sel_dev.v);
         __syncthreads();
     }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
-        const uint32_t pos = t32_head_reg(), sel = t32_rep_lane<REP>(T0), sgn = t32_rep_lane<REP>(T0 + 256 * REP);
+        const uint32_t pos = t32_head_reg(0), sel = t32_rep_lane<REP>(T0), sgn = t32_rep_lane<REP>(T0 + 256 * REP);
         float acc = 0.0f;
 #pragma unroll
         for (int ib = 0; ib < 8; ib++) {
@@ -199,13 +185,13 @@ template <int REP = 32>
 struct t32_iq2_xs_t : t32_geo<74, 5, 0, false> {
     static constexpr int T0 = T32_HEAD / 4, BOOK_BYTES = T32_HEAD + (512 + 128) * REP * 4;
     static __device__ __forceinline__ void prepare() {
-        t32_head_fill(IQ2_POS);
+        t32_head_fill(IQ2_POS, 0);
         t32_rep_fill<512, REP>(t32_book_words() + T0, iq2xs_sel_dev.v);
         t32_rep_fill<128, REP>(t32_book_words() + T0 + 512 * REP, iq_sign7_sel_dev.v);
         __syncthreads();
     }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
-        const uint32_t pos = t32_head_reg(), sel = t32_rep_lane<REP>(T0), sgn = t32_rep_lane<REP>(T0 + 512 * REP);
+        const uint32_t pos = t32_head_reg(0), sel = t32_rep_lane<REP>(T0), sgn = t32_rep_lane<REP>(T0 + 512 * REP);
         float acc = 0.0f;
 #pragma unroll
         for (int ib = 0; ib < 8; ib++) {
@@ -232,13 +218,13 @@ template <int REP = 16>
 struct t32_iq2_s_t : t32_geo<82, 5, 2, false> {
     static constexpr int T0 = T32_HEAD / 4, BOOK_BYTES = T32_HEAD + (1024 + 256) * REP * 4;
     static __device__ __forceinline__ void prepare() {
-        t32_head_fill(IQ2_POS);
+        t32_head_fill(IQ2_POS, 0);
         t32_rep_fill<1024, REP>(t32_book_words() + T0, iq2s_sel_dev.v);
         t32_rep_fill<256, REP>(t32_book_words() + T0 + 1024 * REP, iq_sign8_sel_dev.v);
         __syncthreads();
     }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
-        const uint32_t pos = t32_head_reg(), sel = t32_rep_lane<REP>(T0), sgn = t32_rep_lane<REP>(T0 + 1024 * REP);
+        const uint32_t pos = t32_head_reg(0), sel = t32_rep_lane<REP>(T0), sgn = t32_rep_lane<REP>(T0 + 1024 * REP);
         const uint32_t qh2[2] = {t32_u32(w, 66), t32_u32(w, 70)}, sc2[2] = {t32_u32(w, 74), t32_u32(w, 78)};
         float acc = 0.0f;
 #pragma unroll
@@ -342,12 +328,12 @@ template <int REP = 4>
 struct t32_iq1_s_t : t32_geo<50, 3, 2, false> {
     static constexpr int T0 = T32_HEAD / 4, BOOK_BYTES = T32_HEAD + 2048 * REP * 4;
     static __device__ __forceinline__ void prepare() {
-        t32_head_fill(IQ1_POS);
+        t32_head_fill(IQ1_POS, 0);
         t32_rep_fill<2048, REP>(t32_book_words() + T0, iq1s_sel_dev.v);
         __syncthreads();
     }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
-        const uint32_t pos = t32_head_reg(), sel = t32_rep_lane<REP>(T0);
+        const uint32_t pos = t32_head_reg(0), sel = t32_rep_lane<REP>(T0);
         float acc = 0.0f;
 #pragma unroll
         for (int ib = 0; ib < 8; ib++) {
@@ -374,12 +360,12 @@ template <int REP = 8>
 struct t32_iq1_m_t : t32_geo<56, 3, 8, false> {
     static constexpr int T0 = T32_HEAD / 4, BOOK_BYTES = T32_HEAD + 2048 * REP * 4;
     static __device__ __forceinline__ void prepare() {
-        t32_head_fill(IQ1_POS);
+        t32_head_fill(IQ1_POS, 0);
         t32_rep_fill<2048, REP>(t32_book_words() + T0, iq1s_sel_dev.v);
         __syncthreads();
     }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
-        const uint32_t pos = t32_head_reg(), sel = t32_rep_lane<REP>(T0);
+        const uint32_t pos = t32_head_reg(0), sel = t32_rep_lane<REP>(T0);
         const uint32_t sc[2] = {t32_word(w, 12), t32_word(w, 13)};
         const uint32_t dbits = (sc[0] >> 12 & 0xFu) | (sc[0] >> 28) << 4 | (sc[1] >> 12 & 0xFu) << 8 | (sc[1] >> 28) << 12;
         float acc = 0.0f;

@@ -3,11 +3,13 @@
  * the split kernel for Q5_1 only, by the 8B files' decode speed, tiled off
  * and on in one run (bench/gpu-decode-notes.md v67): with it Q4_1 -1.8%,
  * Q5_0 -1.3%, Q5_1 +2.2%; with the item kernels' split K Q4_1 +0.5%, Q5_0
- * +2.8%, Q5_1 -2.7%. IQ4_NL as Q4_0 (the lab had them level). */
+ * +2.8%, Q5_1 -2.7%. IQ4_NL took the split kernel once its levels came
+ * from iq4_word_dot: 8B tg128 427.6 -> 473.8 t/s (v72; before, the lab had
+ * the two level). */
 #include "cuda/gemv_tiled_legacy.cuh"
 #include "cuda/gemv_tiled_ops.cuh"
 
 T32_OPS(t32_ops_q4_1, NIB_TYPE_Q4_1, t32_q4_1, 8, false, false)
 T32_OPS(t32_ops_q5_0, NIB_TYPE_Q5_0, t32_q5_0, 8, false, false)
 T32_OPS(t32_ops_q5_1, NIB_TYPE_Q5_1, t32_q5_1, 8, true, false)
-T32_OPS(t32_ops_iq4_nl, NIB_TYPE_IQ4_NL, t32_iq4_nl, 8, false, false)
+T32_OPS(t32_ops_iq4_nl, NIB_TYPE_IQ4_NL, t32_iq4_nl, 8, true, false)

@@ -83,22 +83,21 @@ struct t32_q5_1 : t32_legacy_geo<24> {
 };
 
 /* IQ4_NL, 18 bytes (Q4_0's geometry): d, 16 bytes of 4-bit codes into the
- * 16 IQ4 levels (lut16, as fmt_iq4_nl) */
+ * 16 IQ4 levels (iq4_word_dot, gemv_tiled.cuh) */
 struct t32_iq4_nl : t32_legacy_geo<18> {
+    static constexpr bool PERM = true; /* the activation copy in iq4_word_dot's order */
+    static constexpr int BOOK_BYTES = IQ4_HEAD;
+    static __device__ __forceinline__ void prepare() {
+        iq4_head_fill();
+        __syncthreads();
+    }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        const uint32_t t0 = t32_head_reg(0), t2 = t32_head_reg(1);
         float acc = 0.0f;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             const uint32_t q[4] = {w.c[j].x, w.c[j].y, w.c[j].z, w.c[j].w};
-            const int4 a0 = *(const int4 *)(act + 32 * j), a1 = *(const int4 *)(act + 32 * j + 16);
-            const int al[4] = {a0.x, a0.y, a0.z, a0.w}, ah[4] = {a1.x, a1.y, a1.z, a1.w};
-            int sumi = 0;
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const int2 v = lut16(q[k], IQ4NL_T);
-                sumi = __dp4a(v.x, al[k], sumi);
-                sumi = __dp4a(v.y, ah[k], sumi);
-            }
+            const int sumi = iq4_sub_dot(q, act + 32 * j, t0, t2);
             acc += t32_d8(w.c[8], j) * (*(const float *)(act + 256 + 8 * j) * (float)sumi);
         }
         return acc;
