@@ -248,20 +248,74 @@ struct fmt_q8_0 : words_block<fmt_q8_0, 9, false> {
 #define IQ4_T2 pack4(1, 13, 25, 38)
 #define IQ4_T3 pack4(53, 69, 89, 113)
 #define IQ4NL_T IQ4_T0, IQ4_T1, IQ4_T2, IQ4_T3
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
+    uint32_t r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+    return r;
+}
+/* The IQ4 formats' 16 levels (IQ4_NL's table T) by prmt, without a select:
+ * a nibble n picks from the pair (t0, IQ4_T1) = T[0..7] with q as it is, and
+ * from (t2, IQ4_T3P) = T[8..15] + 1 with q ^ 0x88888888. Where bit 3 of its
+ * selector nibble is set prmt fills the byte with the sign of the byte it
+ * picks: in the first pick that is n >= 8, and T[0..7] are all negative, so
+ * the byte is -1; in the second n < 8, and T[8..15] + 1 are all positive, so
+ * 0. The two picks' bytes then add to T[n] for every n (-1 + T[n] + 1, or
+ * T[n] + 0), and two dp4a against the same activations sum them: 11
+ * instructions a word of 8 levels, where lut16 (above) took ~20.
+ * The levels come in nibble order: for IQ4's bytes (low nibble element i,
+ * high nibble i + 16) that is i, i + 16, i + 1, i + 17, the order of the
+ * permuted activation copy of the tiled kernels (gemv_tiled.cuh t32_fill
+ * with F::PERM), or activations permuted in registers (iq4_dot32). t0 and
+ * t2 are IQ4_T0 and IQ4_T2P, passed in registers the caller keeps per lane
+ * (a warp-uniform constant lands in a uniform register, which prmt cannot
+ * read: nvcc then copies it out before every prmt). */
+#define IQ4_T2P pack4(2, 14, 26, 39)
+#define IQ4_T3P pack4(54, 70, 90, 114)
+/* sum + the 8 levels of q against a0 (nibbles 0-3) and a1 (nibbles 4-7) */
+__device__ __forceinline__ int iq4_word_dot(uint32_t q, int a0, int a1, uint32_t t0, uint32_t t2, int sum) {
+    const uint32_t qx = q ^ 0x88888888u;
+    sum = __dp4a((int)prmt(t0, IQ4_T1, q), a0, sum);
+    sum = __dp4a((int)prmt(t2, IQ4_T3P, qx), a0, sum);
+    sum = __dp4a((int)prmt(t0, IQ4_T1, q >> 16), a1, sum);
+    return __dp4a((int)prmt(t2, IQ4_T3P, qx >> 16), a1, sum);
+}
+/* sum + a 32-element IQ4 sub-block (q: its 16 quant bytes) against its
+ * activations in natural order (a[k]: elements 4k..4k+3, a[k + 4]: 16 + 4k..),
+ * which two prmt a word put in iq4_word_dot's order (shared by the rows of
+ * an item that load the same activations). t0, t2: as iq4_word_dot. */
+__device__ __forceinline__ int iq4_dot32(const uint32_t (&q)[4], const int (&a)[8], uint32_t t0, uint32_t t2, int sum) {
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const uint32_t x = (uint32_t)a[k], y = (uint32_t)a[k + 4];
+        sum = iq4_word_dot(q[k], (int)prmt(x, y, 0x5140), (int)prmt(x, y, 0x7362), t0, t2, sum);
+    }
+    return sum;
+}
+/* the pair's register words per lane for the item kernels: from a table of
+ * 32 copies each in global memory (L1), one load a dot */
+struct iq4_regs_dev_t {
+    uint32_t v[64];
+};
+constexpr iq4_regs_dev_t iq4_regs_make() {
+    iq4_regs_dev_t r{};
+    for (int i = 0; i < 32; i++) r.v[i] = IQ4_T0, r.v[32 + i] = IQ4_T2P;
+    return r;
+}
+static __device__ const iq4_regs_dev_t iq4_regs_dev = iq4_regs_make();
+__device__ __forceinline__ uint2 iq4_regs() {
+    const unsigned l = threadIdx.x & 31;
+    return make_uint2(__ldg(&iq4_regs_dev.v[l]), __ldg(&iq4_regs_dev.v[32 + l]));
+}
 struct fmt_iq4_nl : words_block<fmt_iq4_nl, 5, false> {
     static constexpr int QK = 32, BYTES = 18, CH = 32;
     static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
         const uint32_t(&w)[5] = r.w;
         int a[8];
         load_act32(xq, a);
-        int sumi = 0;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const int2 v = lut16(__funnelshift_r(w[k], w[k + 1], 16), IQ4NL_T);
-            sumi = __dp4a(v.x, a[k], sumi);
-            sumi = __dp4a(v.y, a[k + 4], sumi);
-        }
-        return h2f(w[0]) * __ldg(&ds->x) * (float)sumi;
+        const uint32_t q[4] = {__funnelshift_r(w[0], w[1], 16), __funnelshift_r(w[1], w[2], 16),
+                               __funnelshift_r(w[2], w[3], 16), __funnelshift_r(w[3], w[4], 16)};
+        const uint2 t = iq4_regs();
+        return h2f(w[0]) * __ldg(&ds->x) * (float)iq4_dot32(q, a, t.x, t.y, 0);
     }
 };
 
@@ -519,19 +573,15 @@ struct fmt_iq4_xs {
     static __device__ __forceinline__ float dot_w(const W &r, int c, const int8_t *xq, const float2 *ds) {
         const uint32_t(&hdr)[2] = r.hdr, (&q)[8] = r.q;
         const float d = h2f(hdr[0]);
+        const uint2 tr = iq4_regs();
         int a[8];
         float acc = 0.0f;
 #pragma unroll
         for (int t = 0; t < 2; t++) {
             const int ib = 2 * c + t;
             load_act32(xq + 32 * ib, a);
-            int sumi = 0;
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const int2 v = lut16(q[4 * t + k], IQ4NL_T);
-                sumi = __dp4a(v.x, a[k], sumi);
-                sumi = __dp4a(v.y, a[k + 4], sumi);
-            }
+            const uint32_t qt[4] = {q[4 * t], q[4 * t + 1], q[4 * t + 2], q[4 * t + 3]};
+            const int sumi = iq4_dot32(qt, a, tr.x, tr.y, 0);
             const int ls = ((int)((hdr[1] >> (4 * ib)) & 15u) | (int)(((hdr[0] >> 16) >> (2 * ib)) & 3u) << 4) - 32;
             acc += __ldg(&ds[ib].x) * (float)(ls * sumi);
         }

@@ -132,40 +132,15 @@ __device__ __forceinline__ uint32_t t32_head_reg(int h) {
                  : "r"((uint32_t)__cvta_generic_to_shared(t32_book_words() + 32 * h + threadIdx.x % 32)));
     return r;
 }
-__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
-    uint32_t r;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
-    return r;
-}
 
-/* The IQ4 formats' 16 levels (IQ4_NL's table T) by prmt, without a select:
- * a nibble n picks from the pair (t0, IQ4_T1) = T[0..7] with q as it is, and
- * from (t2, IQ4_T3P) = T[8..15] + 1 with q ^ 0x88888888. Where bit 3 of its
- * selector nibble is set prmt fills the byte with the sign of the byte it
- * picks: in the first pick that is n >= 8, and T[0..7] are all negative, so
- * the byte is -1; in the second n < 8, and T[8..15] + 1 are all positive, so
- * 0. The two picks' bytes then add to T[n] for every n (-1 + T[n] + 1, or
- * T[n] + 0), and two dp4a against the same activations sum them: 11
- * instructions a word of 8 levels, where lut16 (gemv_formats.cuh) took ~20.
- * The levels come in nibble order: for IQ4's bytes (low nibble element i,
- * high nibble i + 16) that is i, i + 16, i + 1, i + 17, the order of the
- * permuted activation copy (t32_fill with F::PERM). t0 and t2 come from the
- * book's head (t32_head_reg). */
-#define IQ4_T2P pack4(2, 14, 26, 39)
-#define IQ4_T3P pack4(54, 70, 90, 114)
+/* The IQ4 levels' picks (iq4_word_dot, gemv_formats.cuh) read their register
+ * words t0 = IQ4_T0 and t2 = IQ4_T2P from the book's head. */
 #define IQ4_HEAD (2 * T32_HEAD)
 __device__ __forceinline__ void iq4_head_fill() {
     t32_head_fill(IQ4_T0, 0);
     t32_head_fill(IQ4_T2P, 1);
 }
-/* sum + the 8 levels of q against a0 (nibbles 0-3) and a1 (nibbles 4-7) */
-__device__ __forceinline__ int iq4_word_dot(uint32_t q, int a0, int a1, uint32_t t0, uint32_t t2, int sum) {
-    const uint32_t qx = q ^ 0x88888888u;
-    sum = __dp4a((int)prmt(t0, IQ4_T1, q), a0, sum);
-    sum = __dp4a((int)prmt(t2, IQ4_T3P, qx), a0, sum);
-    sum = __dp4a((int)prmt(t0, IQ4_T1, q >> 16), a1, sum);
-    return __dp4a((int)prmt(t2, IQ4_T3P, qx >> 16), a1, sum);
-}
+
 
 /* The activation of one 256-element block in shared memory: 256 quants at 0,
  * 8 (d, s) pairs at 256, and for Q6_K the 16 sums of 16 quants at 320 (its
