@@ -246,6 +246,13 @@ struct t32_iq2_s_t : t32_geo<82, 5, 2, false> {
 };
 using t32_iq2_s = t32_iq2_s_t<>;
 
+/* one IQ3 group of 8: its two entries' magnitudes, its sign masks (.x for
+ * lo, .y for hi) */
+__device__ __forceinline__ int iq3_group_dot(uint32_t lo, uint32_t hi, uint2 m, int a0, int a1, int sum) {
+    sum = __dp4a(iq_signed4(lo, m.x), a0, sum);
+    return __dp4a(iq_signed4(hi, m.y), a1, sum);
+}
+
 /* IQ3_XXS: d at 0, 8 index bytes a sub-block at 2 + 8 ib, its sign/scale
  * word at 66 + 4 ib. Its 8 magnitudes (4..62) leave no room in a prmt pair
  * for the signs, so the entries stay bytes (REP 32 copies) and the signs
@@ -272,8 +279,7 @@ struct t32_iq3_xxs_t : t32_geo<98, 6, 2, false> {
                 const uint32_t lo = t32_rep_at<REP>(grid, iq_byte(idx[g >> 1], 2 * (g & 1)));
                 const uint32_t hi = t32_rep_at<REP>(grid, iq_byte(idx[g >> 1], 2 * (g & 1) + 1));
                 const uint2 m = t32_rep_at2<RS>(sgn, (aux >> (7 * g)) & 0x7Fu);
-                sumi = __dp4a(iq_signed4(lo, m.x), x.a[2 * g], sumi);
-                sumi = __dp4a(iq_signed4(hi, m.y), x.a[2 * g + 1], sumi);
+                sumi = iq3_group_dot(lo, hi, m, x.a[2 * g], x.a[2 * g + 1], sumi);
             }
             acc += x.d * (float)((2 * (int)(aux >> 28) + 1) * sumi);
         }
@@ -309,9 +315,7 @@ struct t32_iq3_s_t : t32_geo<110, 7, 0, false> {
                 const uint32_t lo = t32_rep_at<REP>(grid, iq_byte(idx[g >> 1], 2 * (g & 1)) | ((qh >> (2 * g)) & 1u) << 8);
                 const uint32_t hi =
                     t32_rep_at<REP>(grid, iq_byte(idx[g >> 1], 2 * (g & 1) + 1) | ((qh >> (2 * g + 1)) & 1u) << 8);
-                const uint2 m = t32_rep_at2<RS>(sgn, iq_byte(sg, g));
-                sumi = __dp4a(iq_signed4(lo, m.x), x.a[2 * g], sumi);
-                sumi = __dp4a(iq_signed4(hi, m.y), x.a[2 * g + 1], sumi);
+                sumi = iq3_group_dot(lo, hi, t32_rep_at2<RS>(sgn, iq_byte(sg, g)), x.a[2 * g], x.a[2 * g + 1], sumi);
             }
             acc += x.d * (float)(ls * sumi);
         }

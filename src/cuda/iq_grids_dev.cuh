@@ -73,19 +73,22 @@ constexpr iq_sel_dev<N> iq2_sel_copy(const uint8_t (&g)[N][8]) {
         for (int k = 0; k < 8; k++) d.v[i] |= iq2_code(g[i][k]) << (4 * k);
     return d;
 }
-/* sign words: bit 2 of nibble k where bit k of s is set; SEVEN: s holds 7
- * stored bits and the 8th makes the count of set bits even (quant/q_iq.c
- * even_signs: IQ2_XXS, IQ2_XS); else the 8 bits are all stored (IQ2_S) */
+/* The 8 sign bits of a group from the stored ones: SEVEN, s holds 7 and
+ * the 8th makes the count of set bits even (quant/q_iq.c even_signs:
+ * IQ2_XXS, IQ2_XS, IQ3_XXS); else all 8 are stored (IQ2_S, IQ3_S). */
+template <bool SEVEN>
+constexpr int iq_sign_bits(int s) {
+    int ones = 0;
+    for (int k = 0; k < 7; k++) ones += (s >> k) & 1;
+    return SEVEN && (ones & 1) ? s | 0x80 : s;
+}
+/* sign words: bit 2 of nibble k where weight k is negative */
 template <int N, bool SEVEN>
 constexpr iq_sel_dev<N> iq_sign_sel_make() {
     iq_sel_dev<N> d{};
-    for (int s = 0; s < N; s++) {
-        int bits = s, ones = 0;
-        for (int k = 0; k < 7; k++) ones += (s >> k) & 1;
-        if (SEVEN && (ones & 1)) bits |= 0x80;
+    for (int s = 0; s < N; s++)
         for (int k = 0; k < 8; k++)
-            if ((bits >> k) & 1) d.v[s] |= 4u << (4 * k);
-    }
+            if ((iq_sign_bits<SEVEN>(s) >> k) & 1) d.v[s] |= 4u << (4 * k);
     return d;
 }
 /* IQ1_S/IQ1_M's points the same way: values -1, 0, 1 as codes 0, 1, 2 */
@@ -96,9 +99,8 @@ constexpr iq_sel_dev<N> iq1_sel_copy(const int8_t (&g)[N][8]) {
         for (int k = 0; k < 8; k++) d.v[i] |= (uint32_t)(g[i][k] + 1) << (4 * k);
     return d;
 }
-/* IQ3's signs as byte masks (0xFF where negative; weights 0-3, 4-7): SEVEN,
- * the 8th bit from the parity of the 7 stored ones (IQ3_XXS), else the 8
- * stored bits (IQ3_S) */
+/* IQ3's signs as byte masks: 0xFF where the weight is negative, weights
+ * 0-3 in .x, 4-7 in .y (iq_sign_bits) */
 template <int N>
 struct alignas(16) iq_mask_dev {
     uint2 v[N];
@@ -106,13 +108,9 @@ struct alignas(16) iq_mask_dev {
 template <int N, bool SEVEN>
 constexpr iq_mask_dev<N> iq_sign_mask_make() {
     iq_mask_dev<N> d{};
-    for (int s = 0; s < N; s++) {
-        int bits = s, ones = 0;
-        for (int k = 0; k < 7; k++) ones += (s >> k) & 1;
-        if (SEVEN && (ones & 1)) bits |= 0x80;
+    for (int s = 0; s < N; s++)
         for (int k = 0; k < 8; k++)
-            if ((bits >> k) & 1) (k < 4 ? d.v[s].x : d.v[s].y) |= 0xFFu << (8 * (k & 3));
-    }
+            if ((iq_sign_bits<SEVEN>(s) >> k) & 1) (k < 4 ? d.v[s].x : d.v[s].y) |= 0xFFu << (8 * (k & 3));
     return d;
 }
 static __device__ const iq_sel_dev<256> iq2xxs_sel_dev = iq2_sel_copy(iq2xxs_grid);
