@@ -141,7 +141,6 @@ __device__ __forceinline__ void iq4_head_fill() {
     t32_head_fill(IQ4_T2P, 1);
 }
 
-
 /* The activation of one 256-element block in shared memory: 256 quants at 0,
  * 8 (d, s) pairs at 256, and for Q6_K the 16 sums of 16 quants at 320 (its
  * -32 offset then costs one multiply-add a 16 elements). F::ACT, the bytes a
@@ -492,6 +491,7 @@ template <class F>
 __device__ __forceinline__ void t32_prepare() {
     if constexpr (t32_has_book<F>::value) F::prepare();
 }
+
 /* rows a warp takes at a time for nb blocks a row: the smallest G of 1, 2,
  * 4, 8 with G * nb a multiple of 32; 0 when none (the item kernels serve) */
 static inline int t32_group_rows(int nb) {
