@@ -184,6 +184,19 @@ static void magnitudes(nib_type t, const uint8_t *wq, const float *a, int64_t n,
         m += (fabs((double)w[i] - mn[i]) + fabs((double)mn[i])) * fabs((double)a[i]);
         mm += fabs((double)mn[i]) * fabs((double)a[i]);
     }
+    /* The ternary kernels dot the stored codes t + 1 (0..2) and take d times
+     * the activation's sum back off, in float: their rounding scales with
+     * d * sum |a|, which stays when every weight is 0 (all-0x80 TQ1_0 blocks,
+     * where sum |w| |a| is 0 and a tolerance on it alone is none). */
+    const int d_off = t == NIB_TYPE_TQ1_0 ? (int)offsetof(block_tq1_0, d)
+                      : t == NIB_TYPE_TQ2_0 ? (int)offsetof(block_tq2_0, d) : -1;
+    if (d_off >= 0)
+        for (int64_t i = 0; i < n; i++) {
+            const uint8_t *blk = wq + (i / tt->block_elems) * tt->block_bytes;
+            nib_fp16 d;
+            memcpy(&d, blk + d_off, sizeof d);
+            m += fabs((double)nib_fp16_to_f32(d)) * fabs((double)a[i]);
+        }
     *M = m;
     *M_min = mm;
 }

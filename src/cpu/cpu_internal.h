@@ -256,6 +256,10 @@ void cpu_dot_q4_1_q8_1_x4_avx512(int64_t n, const void *w, const void *a, size_t
 void cpu_dot_q4_1_q8_1_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
                                   float *out);
 float cpu_dot_q5_1_q8_1_avx512(int64_t n, const void *w, const void *a);
+/* the XXS/XS lattice formats' single-token dots with the sign bits as a mask register (dot_iq_avx512.c) */
+float cpu_dot_iq2_xxs_q8_K_avx512(int64_t n, const void *w, const void *a);
+float cpu_dot_iq2_xs_q8_K_avx512(int64_t n, const void *w, const void *a);
+float cpu_dot_iq3_xxs_q8_K_avx512(int64_t n, const void *w, const void *a);
 void cpu_dot_q5_1_q8_1_x4_avx512(int64_t n, const void *w, const void *a, size_t a_stride, float *out);
 void cpu_dot_q5_1_q8_1_2x4_avx512(int64_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
                                   float *out);
