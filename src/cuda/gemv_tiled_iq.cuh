@@ -150,18 +150,32 @@ __device__ __forceinline__ int iq_sel_dot(uint32_t pos, uint32_t sel, int a0, in
     return __dp4a(iq_prmt<NEG>(pos, sel >> 16), a1, sum);
 }
 
+/* The book of a prmt-coded format: the pair's first word in the head, then
+ * NS selector entries and NG sign words (none for IQ1), each REP times over;
+ * fill() is the format's prepare(), pos/sel/sgn this lane's pair word and
+ * tables (t32_rep_lane). */
+template <int NS, int NG, int REP>
+struct t32_sel_book {
+    static constexpr int T0 = T32_HEAD / 4, SG = T0 + NS * REP, BYTES = T32_HEAD + (NS + NG) * REP * 4;
+    static __device__ __forceinline__ void fill(uint32_t pos, const uint32_t *sel, const uint32_t *sgn) {
+        t32_head_fill(pos, 0);
+        t32_rep_fill<NS, REP>(t32_book_words() + T0, sel);
+        if constexpr (NG > 0) t32_rep_fill<NG, REP>(t32_book_words() + SG, sgn);
+        __syncthreads();
+    }
+    static __device__ __forceinline__ uint32_t pos() { return t32_head_reg(0); }
+    static __device__ __forceinline__ uint32_t sel() { return t32_rep_lane<REP>(T0); }
+    static __device__ __forceinline__ uint32_t sgn() { return t32_rep_lane<REP>(SG); }
+};
+
 /* IQ2_XXS: d at 0; sub-block ib's index word at 2 + 8 ib, its sign/scale word at 6 + 8 ib */
 template <int REP = 32>
 struct t32_iq2_xxs_t : t32_geo<66, 4, 2, false> {
-    static constexpr int T0 = T32_HEAD / 4, BOOK_BYTES = T32_HEAD + (256 + 128) * REP * 4;
-    static __device__ __forceinline__ void prepare() {
-        t32_head_fill(IQ2_POS, 0);
-        t32_rep_fill<256, REP>(t32_book_words() + T0, iq2xxs_sel_dev.v);
-        t32_rep_fill<128, REP>(t32_book_words() + T0 + 256 * REP, iq_sign7_sel_dev.v);
-        __syncthreads();
-    }
+    using book = t32_sel_book<256, 128, REP>;
+    static constexpr int BOOK_BYTES = book::BYTES;
+    static __device__ __forceinline__ void prepare() { book::fill(IQ2_POS, iq2xxs_sel_dev.v, iq_sign7_sel_dev.v); }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
-        const uint32_t pos = t32_head_reg(0), sel = t32_rep_lane<REP>(T0), sgn = t32_rep_lane<REP>(T0 + 256 * REP);
+        const uint32_t pos = book::pos(), sel = book::sel(), sgn = book::sgn();
         float acc = 0.0f;
 #pragma unroll
         for (int ib = 0; ib < 8; ib++) {
@@ -183,15 +197,11 @@ using t32_iq2_xxs = t32_iq2_xxs_t<>;
 /* IQ2_XS: d at 0, 32 u16 (9-bit index | 7 sign bits) at 2, scales[8] at 66 */
 template <int REP = 32>
 struct t32_iq2_xs_t : t32_geo<74, 5, 0, false> {
-    static constexpr int T0 = T32_HEAD / 4, BOOK_BYTES = T32_HEAD + (512 + 128) * REP * 4;
-    static __device__ __forceinline__ void prepare() {
-        t32_head_fill(IQ2_POS, 0);
-        t32_rep_fill<512, REP>(t32_book_words() + T0, iq2xs_sel_dev.v);
-        t32_rep_fill<128, REP>(t32_book_words() + T0 + 512 * REP, iq_sign7_sel_dev.v);
-        __syncthreads();
-    }
+    using book = t32_sel_book<512, 128, REP>;
+    static constexpr int BOOK_BYTES = book::BYTES;
+    static __device__ __forceinline__ void prepare() { book::fill(IQ2_POS, iq2xs_sel_dev.v, iq_sign7_sel_dev.v); }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
-        const uint32_t pos = t32_head_reg(0), sel = t32_rep_lane<REP>(T0), sgn = t32_rep_lane<REP>(T0 + 512 * REP);
+        const uint32_t pos = book::pos(), sel = book::sel(), sgn = book::sgn();
         float acc = 0.0f;
 #pragma unroll
         for (int ib = 0; ib < 8; ib++) {
@@ -216,15 +226,11 @@ using t32_iq2_xs = t32_iq2_xs_t<>;
  * 66, scales at 74 */
 template <int REP = 16>
 struct t32_iq2_s_t : t32_geo<82, 5, 2, false> {
-    static constexpr int T0 = T32_HEAD / 4, BOOK_BYTES = T32_HEAD + (1024 + 256) * REP * 4;
-    static __device__ __forceinline__ void prepare() {
-        t32_head_fill(IQ2_POS, 0);
-        t32_rep_fill<1024, REP>(t32_book_words() + T0, iq2s_sel_dev.v);
-        t32_rep_fill<256, REP>(t32_book_words() + T0 + 1024 * REP, iq_sign8_sel_dev.v);
-        __syncthreads();
-    }
+    using book = t32_sel_book<1024, 256, REP>;
+    static constexpr int BOOK_BYTES = book::BYTES;
+    static __device__ __forceinline__ void prepare() { book::fill(IQ2_POS, iq2s_sel_dev.v, iq_sign8_sel_dev.v); }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
-        const uint32_t pos = t32_head_reg(0), sel = t32_rep_lane<REP>(T0), sgn = t32_rep_lane<REP>(T0 + 1024 * REP);
+        const uint32_t pos = book::pos(), sel = book::sel(), sgn = book::sgn();
         const uint32_t qh2[2] = {t32_u32(w, 66), t32_u32(w, 70)}, sc2[2] = {t32_u32(w, 74), t32_u32(w, 78)};
         float acc = 0.0f;
 #pragma unroll
@@ -330,14 +336,11 @@ using t32_iq3_s = t32_iq3_s_t<>;
  * half, selected for all 8 weights at once (0x44444444). */
 template <int REP = 4>
 struct t32_iq1_s_t : t32_geo<50, 3, 2, false> {
-    static constexpr int T0 = T32_HEAD / 4, BOOK_BYTES = T32_HEAD + 2048 * REP * 4;
-    static __device__ __forceinline__ void prepare() {
-        t32_head_fill(IQ1_POS, 0);
-        t32_rep_fill<2048, REP>(t32_book_words() + T0, iq1s_sel_dev.v);
-        __syncthreads();
-    }
+    using book = t32_sel_book<2048, 0, REP>;
+    static constexpr int BOOK_BYTES = book::BYTES;
+    static __device__ __forceinline__ void prepare() { book::fill(IQ1_POS, iq1s_sel_dev.v, nullptr); }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
-        const uint32_t pos = t32_head_reg(0), sel = t32_rep_lane<REP>(T0);
+        const uint32_t pos = book::pos(), sel = book::sel();
         float acc = 0.0f;
 #pragma unroll
         for (int ib = 0; ib < 8; ib++) {
@@ -362,14 +365,11 @@ using t32_iq1_s = t32_iq1_s_t<>;
  * 48 and 52: the side bytes */
 template <int REP = 8>
 struct t32_iq1_m_t : t32_geo<56, 3, 8, false> {
-    static constexpr int T0 = T32_HEAD / 4, BOOK_BYTES = T32_HEAD + 2048 * REP * 4;
-    static __device__ __forceinline__ void prepare() {
-        t32_head_fill(IQ1_POS, 0);
-        t32_rep_fill<2048, REP>(t32_book_words() + T0, iq1s_sel_dev.v);
-        __syncthreads();
-    }
+    using book = t32_sel_book<2048, 0, REP>;
+    static constexpr int BOOK_BYTES = book::BYTES;
+    static __device__ __forceinline__ void prepare() { book::fill(IQ1_POS, iq1s_sel_dev.v, nullptr); }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
-        const uint32_t pos = t32_head_reg(0), sel = t32_rep_lane<REP>(T0);
+        const uint32_t pos = book::pos(), sel = book::sel();
         const uint32_t sc[2] = {t32_word(w, 12), t32_word(w, 13)};
         const uint32_t dbits = (sc[0] >> 12 & 0xFu) | (sc[0] >> 28) << 4 | (sc[1] >> 12 & 0xFu) << 8 | (sc[1] >> 28) << 12;
         float acc = 0.0f;
