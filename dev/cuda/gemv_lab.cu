@@ -1036,6 +1036,26 @@ struct t32_iq4_nl_v67 : t32_legacy_geo<18> {
     }
 };
 
+/* v75: MXFP4's item dot before the level picks (lut16 on the activation in
+ * natural order); "/v74" rows, for the A/B in one run. */
+struct fmt_mxfp4_v74 : words_block<fmt_mxfp4_v74, 5, false> {
+    static constexpr int QK = 32, BYTES = 17, CH = 32;
+    static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
+        const uint32_t(&w)[5] = r.w;
+        int a[8];
+        load_act32(xq, a);
+        int sumi = 0;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int2 v = lut16(__funnelshift_r(w[k], w[k + 1], 8), pack4(0, 1, 2, 3), pack4(4, 6, 8, 12),
+                                 pack4(0, -1, -2, -3), pack4(-4, -6, -8, -12));
+            sumi = __dp4a(v.x, a[k], sumi);
+            sumi = __dp4a(v.y, a[k + 4], sumi);
+        }
+        return e8m0_half(w[0] & 0xFFu) * __ldg(&ds->x) * (float)sumi;
+    }
+};
+
 /* v55 (argument "/t32", "check-t32"): the tiled GEMV (gemv_tiled.cuh): a lane
  * a block, tiles of 32 blocks laid out so each warp load is 512 contiguous
  * bytes, the activation in shared memory. The weight copies are random bytes
@@ -1220,6 +1240,7 @@ static const variant variants[] = {
     V_Q8("Q5_K", fmt_q5_K, 2, 2, true),      V_Q8("Q6_K", fmt_q6_K, 2, 2, true),
     V_Q8("IQ4_NL", fmt_iq4_nl, 1, 4, false), V_Q8("IQ4_XS", fmt_iq4_xs, 1, 2, false),
     V_Q8("MXFP4", fmt_mxfp4, 1, 4, false),   {"F16", 1, 2, run_f16<false>}, {"BF16", 1, 2, run_f16<true>},
+    V_Q8("MXFP4/v74", fmt_mxfp4_v74, 1, 4, false),
     V_Q8("TQ1_0", fmt_tq1_0, 4, 1, true),    V_Q8("TQ2_0", fmt_tq2_0, 4, 1, true),
     V_Q8("IQ2_XXS", fmt_iq2_xxs, 1, 4, false), V_Q8("IQ2_XS", fmt_iq2_xs, 1, 4, false),
     V_Q8("IQ2_S", fmt_iq2_s, 1, 4, false),   V_Q8("IQ3_XXS", fmt_iq3_xxs, 1, 4, false),
@@ -1331,7 +1352,7 @@ static const variant variants[] = {
     V_LIB("Q4_0", fmt_q4_0, 2, 4, 2), V_LIB("Q4_1", fmt_q4_1, 2, 4, 2), V_LIB("Q5_0", fmt_q5_0, 2, 4, 2),
     V_LIB("Q5_1", fmt_q5_1, 2, 4, 2), V_LIB("Q8_0", fmt_q8_0, 2, 4, 2), V_LIB("Q4_K", fmt_q4_K, 2, 2, 4),
     V_LIB("Q5_K", fmt_q5_K, 2, 2, 4), V_LIB("Q6_K", fmt_q6_K, 2, 2, 4), V_LIB("IQ4_NL", fmt_iq4_nl, 2, 4, 2),
-    V_LIB("MXFP4", fmt_mxfp4, 2, 4, 2), V_LIB("IQ4_XS", fmt_iq4_xs, 4, 1, 2), V_LIB("IQ2_XXS", fmt_iq2_xxs, 2, 1, 4),
+    V_LIB("MXFP4", fmt_mxfp4, 2, 4, 2), V_LIB("MXFP4/v74", fmt_mxfp4_v74, 2, 4, 2), V_LIB("IQ4_XS", fmt_iq4_xs, 4, 1, 2), V_LIB("IQ2_XXS", fmt_iq2_xxs, 2, 1, 4),
     V_LIB("IQ2_XS", fmt_iq2_xs, 2, 1, 4), V_LIB("IQ2_S", fmt_iq2_s, 2, 1, 4), V_LIB("IQ3_XXS", fmt_iq3_xxs, 2, 1, 4),
     V_LIB("IQ3_S", fmt_iq3_s, 2, 1, 4), V_LIB("IQ1_S", fmt_iq1_s, 2, 1, 4), V_LIB("IQ1_M", fmt_iq1_m, 2, 1, 4),
     V_LIB("TQ1_0", fmt_tq1_0, 2, 1, 2), V_LIB("TQ2_0", fmt_tq2_0, 4, 1, 4),
@@ -1459,7 +1480,7 @@ static const variant variants[] = {
     V_T32F("IQ1_M", t32_iq1_m, 56), V_T32F("TQ2_0", t32_tq2_0, 66), V_T32F("TQ1_0", t32_tq1_0, 56),
     /* the legacy formats in Q4_0's unit of 8 blocks (bytes: the unit of 256 elements) */
     V_T32F("Q4_1", t32_q4_1, 160), V_T32F("Q5_0", t32_q5_0, 176), V_T32F("Q5_1", t32_q5_1, 192),
-    V_T32F("IQ4_NL", t32_iq4_nl, 144),
+    V_T32F("IQ4_NL", t32_iq4_nl, 144), V_T32F("MXFP4", t32_mxfp4, 136),
 #undef V_T32F
 #undef V_T32
     /* v18 (argument "/fu"): the float path's steps in flight a lane (F16_U is the library's) */

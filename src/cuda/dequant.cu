@@ -191,8 +191,9 @@ __device__ __forceinline__ int mxfp4_value(int code) {
     return code & 8 ? -mag : mag;
 }
 struct dq_mxfp4 {
-    static constexpr int QK = 32, BYTES = 17, PE = 32;
-    static __device__ __forceinline__ void dec(const uint8_t *b, int, float (&v)[PE]) {
+    static constexpr int QK = 32, BYTES = 17, PE = 32, UNIT = 8, CQ = 1; /* its tiled form: t32_lptr, e as side bytes */
+    template <class P>
+    static __device__ __forceinline__ void dec(P b, int, float (&v)[PE]) {
         const uint32_t e = ldb(b);
         const float d = __uint_as_float(e < 2 ? 0x00200000u << e : (e - 1) << 23);
 #pragma unroll
@@ -673,16 +674,19 @@ dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int n_pieces_row, i
 #define DQ16_T32_BLOCKS (DQ16_THREADS / 8) /* tiled blocks a thread block */
 
 /* A format's tiled block: CH chunks, then SIDE side bytes (legacy: 8 CQ
- * chunks of quants, then the 8 headers as whole chunks, no side bytes) */
+ * chunks of quants, then the 8 headers as whole chunks, or as 8 side bytes
+ * where they are 8 bytes: MXFP4; gemv_tiled_legacy.cuh t32_legacy_geo). The
+ * side bytes follow the chunks in the staged copy, where t32_lptr finds a
+ * header either way. */
 template <class D>
 __host__ __device__ constexpr int t32_chunks() {
     if constexpr (D::UNIT == 1) return D::CH;
-    else return 8 * D::CQ + (8 * (D::BYTES - 16 * D::CQ) + 15) / 16;
+    else return 8 * D::CQ + 8 * (D::BYTES - 16 * D::CQ) / 16;
 }
 template <class D>
 __host__ __device__ constexpr int t32_side() {
     if constexpr (D::UNIT == 1) return D::SIDE;
-    else return 0;
+    else return 8 * (D::BYTES - 16 * D::CQ) % 16;
 }
 /* 32-bit words a staged block takes: an odd number. A warp decodes 4 blocks,
  * and a decoder's 8 pieces read offsets 32 bytes (8 banks) apart at once
@@ -885,7 +889,7 @@ static const get_rows_row get_rows_rows[] = {
     ROW_T32(IQ4_XS, "iq4_xs", dq_iq4_xs),
     ROW_T32(TQ1_0, "tq1_0", dq_tq1_0),
     ROW_T32(TQ2_0, "tq2_0", dq_tq2_0),
-    ROW(MXFP4, "mxfp4", dq_mxfp4),
+    ROW_T32(MXFP4, "mxfp4", dq_mxfp4),
 };
 
 static const get_rows_row *get_rows_row_get(nib_type t) {

@@ -271,41 +271,53 @@ __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
  * read: nvcc then copies it out before every prmt). */
 #define IQ4_T2P pack4(2, 14, 26, 39)
 #define IQ4_T3P pack4(54, 70, 90, 114)
-/* sum + the 8 levels of q against a0 (nibbles 0-3) and a1 (nibbles 4-7) */
-__device__ __forceinline__ int iq4_word_dot(uint32_t q, int a0, int a1, uint32_t t0, uint32_t t2, int sum) {
+/* sum + the 8 levels of q against a0 (nibbles 0-3) and a1 (nibbles 4-7),
+ * picked from (t0, T1) with q and from (t2, T3) with q ^ 0x88888888: the
+ * rule above for any 16-entry table whose pairs make the sign fills cancel
+ * (IQ4: T1 = IQ4_T1, T3 = IQ4_T3P; MXFP4 below) */
+template <uint32_t T1, uint32_t T3>
+__device__ __forceinline__ int levels_word_dot(uint32_t q, int a0, int a1, uint32_t t0, uint32_t t2, int sum) {
     const uint32_t qx = q ^ 0x88888888u;
-    sum = __dp4a((int)prmt(t0, IQ4_T1, q), a0, sum);
-    sum = __dp4a((int)prmt(t2, IQ4_T3P, qx), a0, sum);
-    sum = __dp4a((int)prmt(t0, IQ4_T1, q >> 16), a1, sum);
-    return __dp4a((int)prmt(t2, IQ4_T3P, qx >> 16), a1, sum);
+    sum = __dp4a((int)prmt(t0, T1, q), a0, sum);
+    sum = __dp4a((int)prmt(t2, T3, qx), a0, sum);
+    sum = __dp4a((int)prmt(t0, T1, q >> 16), a1, sum);
+    return __dp4a((int)prmt(t2, T3, qx >> 16), a1, sum);
+}
+__device__ __forceinline__ int iq4_word_dot(uint32_t q, int a0, int a1, uint32_t t0, uint32_t t2, int sum) {
+    return levels_word_dot<IQ4_T1, IQ4_T3P>(q, a0, a1, t0, t2, sum);
 }
 /* sum + a 32-element IQ4 sub-block (q: its 16 quant bytes) against its
  * activations in natural order (a[k]: elements 4k..4k+3, a[k + 4]: 16 + 4k..),
  * which two prmt a word put in iq4_word_dot's order (shared by the rows of
  * an item that load the same activations). t0, t2: as iq4_word_dot. */
-__device__ __forceinline__ int iq4_dot32(const uint32_t (&q)[4], const int (&a)[8], uint32_t t0, uint32_t t2, int sum) {
+template <uint32_t T1, uint32_t T3>
+__device__ __forceinline__ int levels_dot32(const uint32_t (&q)[4], const int (&a)[8], uint32_t t0, uint32_t t2, int sum) {
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         const uint32_t x = (uint32_t)a[k], y = (uint32_t)a[k + 4];
-        sum = iq4_word_dot(q[k], (int)prmt(x, y, 0x5140), (int)prmt(x, y, 0x7362), t0, t2, sum);
+        sum = levels_word_dot<T1, T3>(q[k], (int)prmt(x, y, 0x5140), (int)prmt(x, y, 0x7362), t0, t2, sum);
     }
     return sum;
 }
+__device__ __forceinline__ int iq4_dot32(const uint32_t (&q)[4], const int (&a)[8], uint32_t t0, uint32_t t2, int sum) {
+    return levels_dot32<IQ4_T1, IQ4_T3P>(q, a, t0, t2, sum);
+}
 /* the pair's register words per lane for the item kernels: from a table of
  * 32 copies each in global memory (L1), one load a dot */
-struct iq4_regs_dev_t {
+struct levels_regs_dev_t {
     uint32_t v[64];
 };
-constexpr iq4_regs_dev_t iq4_regs_make() {
-    iq4_regs_dev_t r{};
-    for (int i = 0; i < 32; i++) r.v[i] = IQ4_T0, r.v[32 + i] = IQ4_T2P;
+constexpr levels_regs_dev_t levels_regs_make(uint32_t t0, uint32_t t2) {
+    levels_regs_dev_t r{};
+    for (int i = 0; i < 32; i++) r.v[i] = t0, r.v[32 + i] = t2;
     return r;
 }
-static __device__ const iq4_regs_dev_t iq4_regs_dev = iq4_regs_make();
-__device__ __forceinline__ uint2 iq4_regs() {
+__device__ __forceinline__ uint2 levels_regs(const levels_regs_dev_t &t) {
     const unsigned l = threadIdx.x & 31;
-    return make_uint2(__ldg(&iq4_regs_dev.v[l]), __ldg(&iq4_regs_dev.v[32 + l]));
+    return make_uint2(__ldg(&t.v[l]), __ldg(&t.v[32 + l]));
 }
+static __device__ const levels_regs_dev_t iq4_regs_dev = levels_regs_make(IQ4_T0, IQ4_T2P);
+__device__ __forceinline__ uint2 iq4_regs() { return levels_regs(iq4_regs_dev); }
 struct fmt_iq4_nl : words_block<fmt_iq4_nl, 5, false> {
     static constexpr int QK = 32, BYTES = 18, CH = 32;
     static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
@@ -320,24 +332,37 @@ struct fmt_iq4_nl : words_block<fmt_iq4_nl, 5, false> {
 };
 
 /* MXFP4, 17 bytes: e (E8M0), qs[16] of E2M1 codes in Q4_0's nibble order.
- * As in quant/q_mxfp4.c: doubled E2M1 values times 2^(e-128). */
-#define MXFP4_T pack4(0, 1, 2, 3), pack4(4, 6, 8, 12), pack4(0, -1, -2, -3), pack4(-4, -6, -8, -12)
+ * As in quant/q_mxfp4.c: doubled E2M1 values T = {0, 1, 2, 3, 4, 6, 8, 12}
+ * and their negatives (codes 8-15) times 2^(e-128). The levels by
+ * levels_word_dot's two picks, with every level one lower: (t0, MXFP4_A1) =
+ * T[0..7], whose sign fills (codes 8-15) are 0, and (t2, MXFP4_B1) = T[8..15]
+ * - 1 = {-1, -2, -3, -4, -5, -7, -9, -13}, all negative, whose sign fills
+ * (codes 0-7) are -1. So the picks add to T[n] - 1 for every code n, and the
+ * dot's -sum(a) comes back with the activation's s = d * sum(a). */
+#define MXFP4_A0 pack4(0, 1, 2, 3)
+#define MXFP4_A1 pack4(4, 6, 8, 12)
+#define MXFP4_B0 pack4(-1, -2, -3, -4)
+#define MXFP4_B1 pack4(-5, -7, -9, -13)
+__device__ __forceinline__ int mxfp4_word_dot(uint32_t q, int a0, int a1, uint32_t t0, uint32_t t2, int sum) {
+    return levels_word_dot<MXFP4_A1, MXFP4_B1>(q, a0, a1, t0, t2, sum);
+}
+/* 2^(e - 128) for an E8M0 exponent byte: half its scale, for the doubled levels */
+__device__ __forceinline__ float e8m0_half(uint32_t e) {
+    return __uint_as_float(e < 2 ? 0x00200000u << e : (e - 1) << 23);
+}
+static __device__ const levels_regs_dev_t mxfp4_regs_dev = levels_regs_make(MXFP4_A0, MXFP4_B0);
 struct fmt_mxfp4 : words_block<fmt_mxfp4, 5, false> {
     static constexpr int QK = 32, BYTES = 17, CH = 32;
     static __device__ __forceinline__ float dot_w(const W &r, int, const int8_t *xq, const float2 *ds) {
         const uint32_t(&w)[5] = r.w;
         int a[8];
         load_act32(xq, a);
-        int sumi = 0;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const int2 v = lut16(__funnelshift_r(w[k], w[k + 1], 8), MXFP4_T);
-            sumi = __dp4a(v.x, a[k], sumi);
-            sumi = __dp4a(v.y, a[k + 4], sumi);
-        }
-        const uint32_t e = w[0] & 0xFFu;
-        const float half_scale = __uint_as_float(e < 2 ? 0x00200000u << e : (e - 1) << 23);
-        return half_scale * __ldg(&ds->x) * (float)sumi;
+        const uint32_t q[4] = {__funnelshift_r(w[0], w[1], 8), __funnelshift_r(w[1], w[2], 8),
+                               __funnelshift_r(w[2], w[3], 8), __funnelshift_r(w[3], w[4], 8)};
+        const uint2 t = levels_regs(mxfp4_regs_dev);
+        const int sumi = levels_dot32<MXFP4_A1, MXFP4_B1>(q, a, t.x, t.y, 0);
+        const float2 d = __ldg(ds);
+        return e8m0_half(w[0] & 0xFFu) * (d.x * (float)sumi + d.y);
     }
 };
 

@@ -12,12 +12,13 @@
  * head and the row lookup read the file's layout and are not given tiled
  * matrices (gemv.cu pair_get; get_rows refuses them).
  *
- * Which: matrices of the formats in t32_table (every dp4a format but Q8_0
- * and MXFP4) whose rows are a multiple of 2048 elements (G = 1, 2 or 4 rows
- * a warp group) and short or about square (the output projection, gate, up,
- * LM head, and a fused Q/K/V of the formats with t32_ops.qkv), and the long rows of the formats with t32_ops.ks when a group is
- * 7 tiles (14336-wide downs: split over 7 warps); with rows enough to fill
- * the device (t32_fills). The other formats' long rows keep the item
+ * Which: matrices of the formats in t32_table (every dp4a format but Q8_0)
+ * whose rows are a multiple of 2048 elements (G = 1, 2 or 4 rows a warp
+ * group): short rows (gate, up, LM head), the about square ones (the output
+ * projection, and a fused Q/K/V of the formats with t32_ops.qkv) of the
+ * formats with t32_ops.sq, and the long rows of the formats with t32_ops.ks
+ * when a group is 7 tiles (14336-wide downs: split over 7 warps); with rows
+ * enough to fill the device (t32_fills). The other formats' long rows keep the item
  * kernels' split K (which one by the 8B step's speed: gemv_tiled_kq.cu,
  * gemv_tiled_legacy.cu; bench/gpu-decode-notes.md v65-v67). Q4_K and Q6_K,
  * kernel lab, H200, PDL graph replay, item kernel -> tiled
@@ -34,12 +35,13 @@
 /* the formats with a tiled form: gemv_tiled_kq.cu, gemv_tiled_iq.cu, gemv_tiled_legacy.cu */
 extern const t32_ops t32_ops_q4_0, t32_ops_q4_K, t32_ops_q5_K, t32_ops_q6_K, t32_ops_q3_K, t32_ops_q2_K,
     t32_ops_iq4_xs, t32_ops_iq2_xxs, t32_ops_iq2_xs, t32_ops_iq2_s, t32_ops_iq3_xxs, t32_ops_iq3_s, t32_ops_iq1_s,
-    t32_ops_iq1_m, t32_ops_tq2_0, t32_ops_tq1_0, t32_ops_q4_1, t32_ops_q5_0, t32_ops_q5_1, t32_ops_iq4_nl;
+    t32_ops_iq1_m, t32_ops_tq2_0, t32_ops_tq1_0, t32_ops_q4_1, t32_ops_q5_0, t32_ops_q5_1, t32_ops_iq4_nl, t32_ops_mxfp4;
 static const t32_ops *const t32_table[] = {
     &t32_ops_q4_0,    &t32_ops_q4_K,   &t32_ops_q5_K,  &t32_ops_q6_K,    &t32_ops_q3_K,
     &t32_ops_q2_K,    &t32_ops_iq4_xs, &t32_ops_iq2_xxs, &t32_ops_iq2_xs, &t32_ops_iq2_s,
     &t32_ops_iq3_xxs, &t32_ops_iq3_s,  &t32_ops_iq1_s, &t32_ops_iq1_m,   &t32_ops_tq2_0,
     &t32_ops_tq1_0,   &t32_ops_q4_1,   &t32_ops_q5_0,  &t32_ops_q5_1,    &t32_ops_iq4_nl,
+    &t32_ops_mxfp4,
 };
 
 /* the format's tiled form, or NULL: it keeps the file's layout */
@@ -64,8 +66,12 @@ static bool t32_fills(const nib_cuda_weight *w, int g, bool ks, bool glu) {
     return n_groups >= (int64_t)w->sms * (ks ? 1 : T32_MIN_WARPS_SM);
 }
 
+/* What a matrix is read as: one matrix, a fused Q/K/V, a gate/up pair */
+typedef enum t32_role { T32_MATRIX, T32_QKV, T32_PAIR } t32_role;
+
 /* Which layout a matrix takes (t32_g, t32_ks), or false: the file's. */
-static bool t32_shape(const nib_cuda_weight *w, bool pair, int *g, bool *ks) {
+static bool t32_shape(const nib_cuda_weight *w, t32_role role, int *g, bool *ks) {
+    const bool pair = role == T32_PAIR;
     if (getenv("NIB_CUDA_TILED") && getenv("NIB_CUDA_TILED")[0] == '0') return false;
     const t32_ops *o = t32_find(w->type);
     if (!o || w->n_in % 2048 != 0 || w->n_in > 30720) return false; /* G <= 4; activation fits 48 KB */
@@ -78,7 +84,10 @@ static bool t32_shape(const nib_cuda_weight *w, bool pair, int *g, bool *ks) {
         if (*g == 1) *g = 2; /* whole (gate, up) pairs a group */
         return true;
     }
-    return !long_rows || *ks;
+    if (long_rows) return *ks;
+    if (role == T32_QKV) return o->qkv;
+    const bool square = 2 * w->n_out >= w->n_in && w->n_out <= 2 * w->n_in; /* the output projection */
+    return !square || o->sq;
 }
 
 /* n_src matrices of w's shape into one new tiled allocation *out of *bytes;
@@ -109,7 +118,7 @@ static nib_status t32_build(const nib_cuda_weight *w, const uint8_t *src0, const
     return NIB_OK;
 }
 
-extern "C" nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_error *err) {
+static nib_status t32_tile_one(nib_cuda_weight *w, t32_role role, bool *tiled, nib_error *err) {
     *tiled = false;
     if (!w) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_weight_tile: NULL weight");
     if (w->t32_g) {
@@ -118,7 +127,7 @@ extern "C" nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_
     }
     int g = 0;
     bool ks = false;
-    if (!t32_shape(w, false, &g, &ks) || !t32_fills(w, g, ks, false)) return NIB_OK;
+    if (!t32_shape(w, role, &g, &ks) || !t32_fills(w, g, ks, false)) return NIB_OK;
     if (!t32_find(w->type)->plan(w, g, ks, false, err))
         return err ? err->status : NIB_ERR_IO;
     if (!w->t32_grid) return NIB_OK;
@@ -133,12 +142,12 @@ extern "C" nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_
     return NIB_OK;
 }
 
+extern "C" nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_error *err) {
+    return t32_tile_one(w, T32_MATRIX, tiled, err);
+}
+
 extern "C" nib_status nib_cuda_weight_tile_qkv(nib_cuda_weight *w, bool *tiled, nib_error *err) {
-    *tiled = false;
-    if (!w) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_weight_tile_qkv: NULL weight");
-    const t32_ops *o = t32_find(w->type);
-    if (!o || !o->qkv) return NIB_OK;
-    return nib_cuda_weight_tile(w, tiled, err);
+    return t32_tile_one(w, T32_QKV, tiled, err);
 }
 
 extern "C" nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_weight *up, bool *tiled,
@@ -152,7 +161,7 @@ extern "C" nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_w
     int g = 0;
     bool ks = false;
     if (gate->type != up->type || gate->n_in != up->n_in || gate->n_out != up->n_out ||
-        !t32_shape(gate, true, &g, &ks) || !t32_fills(gate, g, false, true))
+        !t32_shape(gate, T32_PAIR, &g, &ks) || !t32_fills(gate, g, false, true))
         return NIB_OK;
     if (!t32_find(gate->type)->plan(gate, g, false, true, err))
         return err ? err->status : NIB_ERR_IO;

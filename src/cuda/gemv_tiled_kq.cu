@@ -5,14 +5,17 @@
  * level in the lab; IQ4_XS's 8B file decoded 4.6% faster tiled that way
  * than 1% with the split kernel: bench/gpu-decode-notes.md v55, v65, v67;
  * with iq4_word_dot the two were level, 499.4 against 497.2 t/s, v72).
- * Last column: the fused Q/K/V matrix tiled too, for Q4_0 and Q4_K (8B
- * tg128 +1.0% and +0.8%, v71); the others keep the item kernels there. */
+ * Sixth column: the about square matrices (the output projection) tiled,
+ * but for Q4_0, whose 8B file decoded 1.1% faster with its output
+ * projections on the item kernels (v75). Last column: the fused Q/K/V matrix
+ * tiled too, for Q4_0 and Q4_K (8B tg128 +1.0% and +0.8%, v71); the others
+ * keep the item kernels there. */
 #include "cuda/gemv_tiled_ops.cuh"
 
-T32_OPS(t32_ops_q4_0, NIB_TYPE_Q4_0, t32_q4_0, 8, false, true)
-T32_OPS(t32_ops_q4_K, NIB_TYPE_Q4_K, t32_q4_K, 8, false, true)
-T32_OPS(t32_ops_q5_K, NIB_TYPE_Q5_K, t32_q5_K, 8, true, false)
-T32_OPS(t32_ops_q6_K, NIB_TYPE_Q6_K, t32_q6_K, 4, true, false)
-T32_OPS(t32_ops_q3_K, NIB_TYPE_Q3_K, t32_q3_K, 8, true, false)
-T32_OPS(t32_ops_q2_K, NIB_TYPE_Q2_K, t32_q2_K, 8, true, false)
-T32_OPS(t32_ops_iq4_xs, NIB_TYPE_IQ4_XS, t32_iq4_xs, 8, false, false)
+T32_OPS(t32_ops_q4_0, NIB_TYPE_Q4_0, t32_q4_0, 8, false, false, true)
+T32_OPS(t32_ops_q4_K, NIB_TYPE_Q4_K, t32_q4_K, 8, false, true, true)
+T32_OPS(t32_ops_q5_K, NIB_TYPE_Q5_K, t32_q5_K, 8, true, true, false)
+T32_OPS(t32_ops_q6_K, NIB_TYPE_Q6_K, t32_q6_K, 4, true, true, false)
+T32_OPS(t32_ops_q3_K, NIB_TYPE_Q3_K, t32_q3_K, 8, true, true, false)
+T32_OPS(t32_ops_q2_K, NIB_TYPE_Q2_K, t32_q2_K, 8, true, true, false)
+T32_OPS(t32_ops_iq4_xs, NIB_TYPE_IQ4_XS, t32_iq4_xs, 8, false, true, false)

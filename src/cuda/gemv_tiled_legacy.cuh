@@ -9,14 +9,24 @@
 
 #include "cuda/gemv_tiled.cuh"
 
-/* the unit of 8 blocks of FB bytes (header H = FB - 16), CH = FB / 2 chunks */
+/* the unit of 8 blocks of FB bytes (header H = FB - 16): 8 chunks of quants,
+ * then the 8 headers as whole chunks (FB / 2 chunks in all), or, when they
+ * are 8 bytes (MXFP4's exponent), as the side bytes */
 template <int FB>
 struct t32_legacy_geo {
-    static constexpr int QK = 256, BYTES = 8 * FB, CH = FB / 2, SIDE = 0, TILE = CH * 512, ACT = 336;
     static constexpr int H = FB - 16;
+    static constexpr int QK = 256, BYTES = 8 * FB, CH = 8 + 8 * H / 16, SIDE = 8 * H % 16, TILE = CH * 512 + 32 * SIDE,
+                         ACT = 336;
+    static_assert(SIDE == 0 || SIDE == 8, "the headers are whole chunks or 8 side bytes");
     static constexpr bool SUMS16 = false;
     static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return t32_legacy_chunk<FB, 1>(b, c); }
-    static __device__ __forceinline__ uint2 side(const uint8_t *) { return make_uint2(0, 0); }
+    static __device__ __forceinline__ uint2 side(const uint8_t *b) {
+        uint32_t w[2] = {0, 0};
+        if (SIDE)
+#pragma unroll
+            for (int k = 0; k < 8; k++) w[k >> 2] |= (uint32_t)b[FB * (k / H) + k % H] << (8 * (k & 3));
+        return make_uint2(w[0], w[1]);
+    }
 };
 
 /* block j's 16 quant bytes and its 32 fifth bits qh (bit k: element k)
@@ -99,6 +109,35 @@ struct t32_iq4_nl : t32_legacy_geo<18> {
             const uint32_t q[4] = {w.c[j].x, w.c[j].y, w.c[j].z, w.c[j].w};
             const int sumi = iq4_sub_dot(q, act + 32 * j, t0, t2);
             acc += t32_d8(w.c[8], j) * (*(const float *)(act + 256 + 8 * j) * (float)sumi);
+        }
+        return acc;
+    }
+};
+
+/* MXFP4, 17 bytes: the exponent e (the side byte j of block j), 16 bytes of
+ * E2M1 codes (fmt_mxfp4, gemv_formats.cuh: levels one lower by two picks,
+ * the activation's s added back) */
+#define MXFP4_HEAD (2 * T32_HEAD)
+struct t32_mxfp4 : t32_legacy_geo<17> {
+    static constexpr bool PERM = true; /* the activation copy in levels_word_dot's order */
+    static constexpr int BOOK_BYTES = MXFP4_HEAD;
+    static __device__ __forceinline__ void prepare() {
+        t32_head_fill(MXFP4_A0, 0);
+        t32_head_fill(MXFP4_B0, 1);
+        __syncthreads();
+    }
+    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
+        const uint32_t t0 = t32_head_reg(0), t2 = t32_head_reg(1);
+        float acc = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int4 a0 = *(const int4 *)(act + 32 * j), a1 = *(const int4 *)(act + 32 * j + 16);
+            int sumi = mxfp4_word_dot(w.c[j].x, a0.x, a0.y, t0, t2, 0);
+            sumi = mxfp4_word_dot(w.c[j].y, a0.z, a0.w, t0, t2, sumi);
+            sumi = mxfp4_word_dot(w.c[j].z, a1.x, a1.y, t0, t2, sumi);
+            sumi = mxfp4_word_dot(w.c[j].w, a1.z, a1.w, t0, t2, sumi);
+            const float2 sd = *(const float2 *)(act + 256 + 8 * j);
+            acc += e8m0_half((w.s[j >> 2] >> (8 * (j & 3))) & 0xFFu) * (sd.x * (float)sumi + sd.y);
         }
         return acc;
     }

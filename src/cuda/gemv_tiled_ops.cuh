@@ -14,6 +14,7 @@ struct t32_ops {
     nib_type type;
     int tile;      /* bytes a tile of 32 blocks */
     bool ks;       /* long rows in 7-tile groups take the split kernel (else the item kernels keep them) */
+    bool sq;       /* about square matrices (the output projection) are tiled (else the item kernels keep them) */
     bool qkv;      /* a fused Q/K/V matrix of the format is tiled too (else the item kernels keep it) */
     /* w->t32_grid for rows of g-row groups (ks: the split kernel; glu: a gate/up pair); 0 where
      * a block does not fit the device */
@@ -128,7 +129,7 @@ static cudaError_t t32_launch(const nib_cuda_weight *w, const act_q8 &a, float *
 }
 
 /* the table row NAME of format TYPE, tiled form F on blocks of W warps */
-#define T32_OPS(NAME, TYPE, F, W, KS, QKV) \
-    extern const t32_ops NAME = {TYPE, F::TILE, KS, QKV, t32_plan<F, W>, t32_tile_launch<F>, t32_launch<F, W>};
+#define T32_OPS(NAME, TYPE, F, W, KS, SQ, QKV) \
+    extern const t32_ops NAME = {TYPE, F::TILE, KS, SQ, QKV, t32_plan<F, W>, t32_tile_launch<F>, t32_launch<F, W>};
 
 #endif

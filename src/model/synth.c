@@ -88,6 +88,7 @@ static const nib_synth_ftype ftypes[] = {
     {"IQ1_S",  NIB_TYPE_IQ1_S, 24,    true},
     {"TQ2_0",  NIB_TYPE_TQ2_0, 37,    true},
     {"TQ1_0",  NIB_TYPE_TQ1_0, 36,    true},
+    {"MXFP4",  NIB_TYPE_MXFP4, 38,    true},  /* llama.cpp's MXFP4_MOE: every 2-D weight MXFP4 here */
 };
 #define N_FTYPES ((int)(sizeof ftypes / sizeof ftypes[0]))
 
@@ -123,30 +124,32 @@ typedef struct fill_row {
     int16_t m_off;     /* -1: none */
     float min_mul;
     bool signed_d;
+    bool e8m0;         /* the scale is one E8M0 byte (2^(e - 127)), not an fp16 d: MXFP4 */
 } fill_row;
 
 static const fill_row fill_table[] = {
-    {NIB_TYPE_Q2_K, offsetof(block_q2_K, d), offsetof(block_q2_K, dmin), 1.5f, false},
-    {NIB_TYPE_Q3_K, offsetof(block_q3_K, d), -1, 0.0f, true},  /* x = d*(sc-32)*(q-4 or q) */
-    {NIB_TYPE_IQ4_NL, offsetof(block_iq4_nl, d), -1, 0.0f, true},  /* Q2_K/Q3_K's fallback */
-    {NIB_TYPE_Q4_0, offsetof(block_q4_0, d), -1, 0.0f, true},
-    {NIB_TYPE_Q4_1, offsetof(block_q4_1, d), offsetof(block_q4_1, m), -7.5f, false},
-    {NIB_TYPE_Q5_0, offsetof(block_q5_0, d), -1, 0.0f, true},
-    {NIB_TYPE_Q5_1, offsetof(block_q5_1, d), offsetof(block_q5_1, m), -15.5f, false},
-    {NIB_TYPE_Q8_0, offsetof(block_q8_0, d), -1, 0.0f, true},
-    {NIB_TYPE_Q4_K, offsetof(block_q4_K, d), offsetof(block_q4_K, dmin), 7.5f, false},
-    {NIB_TYPE_Q5_K, offsetof(block_q5_K, d), offsetof(block_q5_K, dmin), 15.5f, false},
-    {NIB_TYPE_Q6_K, offsetof(block_q6_K, d), -1, 0.0f, true},  /* x = d*sc*(q-32), sc random int8 */
+    {NIB_TYPE_Q2_K, offsetof(block_q2_K, d), offsetof(block_q2_K, dmin), 1.5f, false, false},
+    {NIB_TYPE_Q3_K, offsetof(block_q3_K, d), -1, 0.0f, true, false},  /* x = d*(sc-32)*(q-4 or q) */
+    {NIB_TYPE_IQ4_NL, offsetof(block_iq4_nl, d), -1, 0.0f, true, false},  /* Q2_K/Q3_K's fallback */
+    {NIB_TYPE_Q4_0, offsetof(block_q4_0, d), -1, 0.0f, true, false},
+    {NIB_TYPE_Q4_1, offsetof(block_q4_1, d), offsetof(block_q4_1, m), -7.5f, false, false},
+    {NIB_TYPE_Q5_0, offsetof(block_q5_0, d), -1, 0.0f, true, false},
+    {NIB_TYPE_Q5_1, offsetof(block_q5_1, d), offsetof(block_q5_1, m), -15.5f, false, false},
+    {NIB_TYPE_Q8_0, offsetof(block_q8_0, d), -1, 0.0f, true, false},
+    {NIB_TYPE_Q4_K, offsetof(block_q4_K, d), offsetof(block_q4_K, dmin), 7.5f, false, false},
+    {NIB_TYPE_Q5_K, offsetof(block_q5_K, d), offsetof(block_q5_K, dmin), 15.5f, false, false},
+    {NIB_TYPE_Q6_K, offsetof(block_q6_K, d), -1, 0.0f, true, false},  /* x = d*sc*(q-32), sc random int8 */
     /* the lattices' codebooks and the trits are symmetric about zero */
-    {NIB_TYPE_IQ4_XS, offsetof(block_iq4_xs, d), -1, 0.0f, true},
-    {NIB_TYPE_IQ3_XXS, offsetof(block_iq3_xxs, d), -1, 0.0f, true},
-    {NIB_TYPE_IQ3_S, offsetof(block_iq3_s, d), -1, 0.0f, true},
-    {NIB_TYPE_IQ2_XXS, offsetof(block_iq2_xxs, d), -1, 0.0f, true},
-    {NIB_TYPE_IQ2_XS, offsetof(block_iq2_xs, d), -1, 0.0f, true},
-    {NIB_TYPE_IQ2_S, offsetof(block_iq2_s, d), -1, 0.0f, true},
-    {NIB_TYPE_IQ1_S, offsetof(block_iq1_s, d), -1, 0.0f, true},
-    {NIB_TYPE_TQ2_0, offsetof(block_tq2_0, d), -1, 0.0f, true},
-    {NIB_TYPE_TQ1_0, offsetof(block_tq1_0, d), -1, 0.0f, true},
+    {NIB_TYPE_IQ4_XS, offsetof(block_iq4_xs, d), -1, 0.0f, true, false},
+    {NIB_TYPE_IQ3_XXS, offsetof(block_iq3_xxs, d), -1, 0.0f, true, false},
+    {NIB_TYPE_IQ3_S, offsetof(block_iq3_s, d), -1, 0.0f, true, false},
+    {NIB_TYPE_IQ2_XXS, offsetof(block_iq2_xxs, d), -1, 0.0f, true, false},
+    {NIB_TYPE_IQ2_XS, offsetof(block_iq2_xs, d), -1, 0.0f, true, false},
+    {NIB_TYPE_IQ2_S, offsetof(block_iq2_s, d), -1, 0.0f, true, false},
+    {NIB_TYPE_IQ1_S, offsetof(block_iq1_s, d), -1, 0.0f, true, false},
+    {NIB_TYPE_TQ2_0, offsetof(block_tq2_0, d), -1, 0.0f, true, false},
+    {NIB_TYPE_TQ1_0, offsetof(block_tq1_0, d), -1, 0.0f, true, false},
+    {NIB_TYPE_MXFP4, offsetof(block_mxfp4, e), -1, 0.0f, false, true},  /* signs are in the codes */
 };
 
 static const fill_row *fill_find(nib_type t) {
@@ -199,6 +202,19 @@ static void fill_blocks(const fill_row *fr, size_t block_bytes, uint8_t *buf, in
     }
     uint16_t sign_mask = fr->signed_d ? 0x8000 : 0;
     fill_random(buf, (size_t)n_blocks * block_bytes, state);
+    if (fr->e8m0) {
+        /* powers of two: 2^f or 2^(f + 1) around base = 2^(f + r), the upper
+         * one with probability p = (4^r - 1) / 3 (the byte's random bits), so
+         * that the mean square of the scales is base^2 */
+        const float l = log2f(base), f = floorf(l);
+        const int p256 = (int)lrintf((powf(4.0f, l - f) - 1.0f) / 3.0f * 256.0f);
+        for (int64_t b = 0; b < n_blocks; b++) {
+            uint8_t *e = buf + (size_t)b * block_bytes + fr->d_off;
+            const int v = 127 + (int)f + ((int)*e < p256 ? 1 : 0);
+            *e = (uint8_t)(v < 1 ? 1 : v > 254 ? 254 : v);
+        }
+        return;
+    }
     for (int64_t b = 0; b < n_blocks; b++) {
         uint8_t *blk = buf + (size_t)b * block_bytes;
         uint16_t r;

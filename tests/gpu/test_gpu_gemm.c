@@ -214,7 +214,7 @@ static void test_gemm_saturates(void) {
 static const nib_type tiled_types[] = {
     NIB_TYPE_Q4_0,    NIB_TYPE_Q4_K,  NIB_TYPE_Q6_K,  NIB_TYPE_Q5_K,  NIB_TYPE_Q3_K,   NIB_TYPE_Q2_K,   NIB_TYPE_IQ4_XS,
     NIB_TYPE_IQ2_XXS, NIB_TYPE_IQ2_XS, NIB_TYPE_IQ2_S, NIB_TYPE_IQ3_XXS, NIB_TYPE_IQ3_S, NIB_TYPE_IQ1_S,  NIB_TYPE_IQ1_M,
-    NIB_TYPE_TQ2_0,   NIB_TYPE_TQ1_0, NIB_TYPE_Q4_1,  NIB_TYPE_Q5_0,  NIB_TYPE_Q5_1,   NIB_TYPE_IQ4_NL};
+    NIB_TYPE_TQ2_0,   NIB_TYPE_TQ1_0, NIB_TYPE_Q4_1,  NIB_TYPE_Q5_0,  NIB_TYPE_Q5_1,   NIB_TYPE_IQ4_NL, NIB_TYPE_MXFP4};
 #define N_TILED_TYPES (sizeof tiled_types / sizeof tiled_types[0])
 
 /* The decoder of the tiled layout (gemv_tiled.cuh; the formats that have
@@ -325,7 +325,7 @@ static void test_gemm_tiled_decode(void) {
         bool pair;
     } shapes[] = {
         {2048, 4354, false},  /* 34,832 blocks: the last tile half full */
-        {4096, 2179, false},  /* the last tile half full */
+        {4096, 8195, false},  /* the last tile half full (taller than square: every format tiles it) */
         {8192, 2753, false},  /* a row a tile */
         {14336, 4801, false}, /* the last tile 24 blocks */
         {2048, 2177, true},   /* a pair's halves, the last tile half full */

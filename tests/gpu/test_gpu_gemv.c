@@ -262,16 +262,20 @@ static void test_tiled(void) {
     const nib_type types[] = {NIB_TYPE_Q4_K,   NIB_TYPE_Q6_K,   NIB_TYPE_Q4_0,   NIB_TYPE_Q5_K,  NIB_TYPE_Q3_K,
                               NIB_TYPE_Q2_K,   NIB_TYPE_IQ4_XS, NIB_TYPE_IQ2_XXS, NIB_TYPE_IQ2_XS, NIB_TYPE_IQ2_S,
                               NIB_TYPE_IQ3_XXS, NIB_TYPE_IQ3_S, NIB_TYPE_IQ1_S,  NIB_TYPE_IQ1_M,  NIB_TYPE_TQ2_0,
-                              NIB_TYPE_TQ1_0,  NIB_TYPE_Q4_1,   NIB_TYPE_Q5_0,    NIB_TYPE_Q5_1,  NIB_TYPE_IQ4_NL};
+                              NIB_TYPE_TQ1_0,  NIB_TYPE_Q4_1,   NIB_TYPE_Q5_0,    NIB_TYPE_Q5_1,  NIB_TYPE_IQ4_NL,
+                              NIB_TYPE_MXFP4};
     rng_seed(77);
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         for (size_t j = 0; j < sizeof shapes / sizeof shapes[0]; j++)
             check_case(types[i], shapes[j].n_in, shapes[j].n_out, true);
-        /* tiled where there are rows for 8 warps a multiprocessor (up to 256 of them) */
+        /* tiled where there are rows for 8 warps a multiprocessor (up to 256
+         * of them); about square matrices only for the formats that tile
+         * them (t32_ops.sq), so the tiled paths take taller ones */
         check_case(types[i], 4096, 4097, true);
+        check_case(types[i], 4096, 8195, true);
         check_case(types[i], 2048, 8195, true);
         check_case(types[i], 14336, 1030, true); /* Q6_K's split long rows: 7 tiles a 4-row group */
-        tiled_paths(types[i], 4096, 4099);
+        tiled_paths(types[i], 4096, 8199);
         tiled_paths(types[i], 2048, 8197);
     }
 }
