@@ -91,7 +91,7 @@ nib_status nib_cuda_weight_upload(nib_type type, const void *host, int64_t n_in,
 void nib_cuda_weight_free(nib_cuda_weight *w);
 /* Lays an uploaded matrix out for the tiled one-token GEMV (gemv_tiled.cuh)
  * where that layout has a kernel for its format and shape and measured
- * faster (20 formats, rows a multiple of 2048: gemv_tiled.cu says which),
+ * faster (21 formats, rows of whole 256-element blocks: gemv_tiled.cu says which),
  * replacing its copy; *tiled says whether it did. For matrices read only as
  * products (not by nib_cuda_get_rows or the pair kernel). NIB_CUDA_TILED=0
  * in the environment keeps every matrix in the file's layout. */

@@ -647,12 +647,14 @@ dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int n_pieces_row, i
 
 /* The same from the tiled layout (gemv_tiled.cuh). A tiled block is 256
  * elements (a super-block, or 8 legacy blocks), 8 pieces, and rows are whole
- * tiled blocks (only rows of 2048 and more are tiled), so a thread block's
+ * tiled blocks (only rows of whole 256-element blocks are tiled), so a thread block's
  * 128 pieces are 16 whole tiled blocks, consecutive in the matrix's row
  * order: lanes 0-15 or 16-31 of one tile for a matrix of its own; for the
  * half of a gate/up pair (its rows every other row of the tiles) one or two
- * runs of 8 or 16 lanes, from a lane that is a multiple of 8 (rows are
- * multiples of 8 tiled blocks), over at most two tiles.
+ * runs of 8 or 16 lanes, from a lane that is a multiple of 8, over at most
+ * two tiles, where rows are multiples of 8 tiled blocks (2048, 4096, ...;
+ * rows of 3584 are 14 blocks: shorter runs, the same bytes). Each block's
+ * place is computed on its own (t32_copy), whatever the row length.
  *
  * Read in place, a block's bytes lie 512 bytes apart, one load a byte: the
  * 8B's pp512 was 1.4% (Q4_K_M) to 6.7% (Q2_K) slower tiled than in the
@@ -942,7 +944,7 @@ nib_status cuda_dequant_f16(const nib_cuda_weight *w, void *out, cudaStream_t st
                              "rows not whole pieces", w ? nib_type_name(w->type) : "a NULL weight");
     const dequant_f16_fn launch = w->t32_g ? r->launch_f16_t32 : r->launch_f16;
     if (!launch) return nib_error_set(err, NIB_ERR_ARG, "cuda_dequant_f16: a tiled %s matrix", nib_type_name(w->type));
-    if (w->t32_g && w->n_in % 256 != 0) /* not reached: only rows of 2048 and more are tiled */
+    if (w->t32_g && w->n_in % 256 != 0) /* not reached: only rows of whole 256-element blocks are tiled */
         return nib_error_set(err, NIB_ERR_ARG, "cuda_dequant_f16: a tiled %s matrix with rows of %lld, not whole tiled "
                              "blocks", nib_type_name(w->type), (long long)w->n_in);
     launch(w, (__half *)out, st);

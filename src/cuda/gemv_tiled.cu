@@ -12,13 +12,19 @@
  * head and the row lookup read the file's layout and are not given tiled
  * matrices (gemv.cu pair_get; get_rows refuses them).
  *
- * Which: matrices of the formats in t32_table (every dp4a format but Q8_0)
- * whose rows are a multiple of 2048 elements (G = 1, 2 or 4 rows a warp
- * group): short rows (gate, up, LM head), the about square ones (the output
+ * Which: matrices of the formats in t32_table (every dp4a format but Q8_0).
+ * Rows of a multiple of 2048 elements (G = 1, 2 or 4 rows a warp group):
+ * short rows (gate, up, LM head), the about square ones (the output
  * projection, and a fused Q/K/V of the formats with t32_ops.qkv) of the
  * formats with t32_ops.sq, and the long rows of the formats with t32_ops.ks
- * when a group is 7 tiles (14336-wide downs: split over 7 warps); with rows
- * enough to fill the device (t32_fills). The other formats' long rows keep the item
+ * when a group is 7 tiles (14336-wide downs: split over 7 warps). Other
+ * multiples of 256 whose groups need 8 or 16 rows (Qwen2.5-7B's 3584 and
+ * 18944, 5120): every matrix, on gemv_t32_seg (a block a group), a fused
+ * Q/K/V as above; Qwen2.5-7B tg128 Q4_K_M 475.9 -> 521.3 t/s, Q4_0 539.0 ->
+ * 569.1, IQ4_XS 498.8 -> 536.7, and each role alone in the file's layout
+ * lost (LM head -0.8%, output projection -1.0%, gate/up -4.6%, down -3.3%;
+ * bench/gpu-decode-notes.md v76). All of them with rows enough to fill the
+ * device (t32_fills). The other formats' long rows keep the item
  * kernels' split K (which one by the 8B step's speed: gemv_tiled_kq.cu,
  * gemv_tiled_legacy.cu; bench/gpu-decode-notes.md v65-v67). Q4_K and Q6_K,
  * kernel lab, H200, PDL graph replay, item kernel -> tiled
@@ -63,7 +69,7 @@ static const t32_ops *t32_find(nib_type t) {
 #define T32_MIN_WARPS_SM 8
 static bool t32_fills(const nib_cuda_weight *w, int g, bool ks, bool glu) {
     const int64_t n_groups = CEIL_DIV(w->n_out * (glu ? 2 : 1), g);
-    return n_groups >= (int64_t)w->sms * (ks ? 1 : T32_MIN_WARPS_SM);
+    return n_groups >= (int64_t)w->sms * (ks || g > 4 ? 1 : T32_MIN_WARPS_SM);
 }
 
 /* What a matrix is read as: one matrix, a fused Q/K/V, a gate/up pair */
@@ -74,10 +80,15 @@ static bool t32_shape(const nib_cuda_weight *w, t32_role role, int *g, bool *ks)
     const bool pair = role == T32_PAIR;
     if (getenv("NIB_CUDA_TILED") && getenv("NIB_CUDA_TILED")[0] == '0') return false;
     const t32_ops *o = t32_find(w->type);
-    if (!o || w->n_in % 2048 != 0 || w->n_in > 30720) return false; /* G <= 4; activation fits 48 KB */
+    if (!o || w->n_in % 256 != 0 || w->n_in > 30720) return false; /* activation fits 48 KB */
     const int nb = (int)(w->n_in / 256);
     *g = t32_group_rows(nb);
+    if (!*g) return false;
     const int t = *g * nb / 32;
+    if (*g > 4) { /* 8- or 16-row groups (gemv_t32_seg): every role but a Q/K/V the format keeps apart */
+        *ks = false;
+        return role != T32_QKV || o->qkv;
+    }
     const bool long_rows = w->n_in >= 3 * w->n_out && w->n_in >= 4096; /* gemv.cu plan_q8's split-K rule */
     *ks = !pair && long_rows && o->ks && *g == 4 && t == T32_KS_TILES;
     if (pair) {
@@ -93,10 +104,12 @@ static bool t32_shape(const nib_cuda_weight *w, t32_role role, int *g, bool *ks)
 /* n_src matrices of w's shape into one new tiled allocation *out of *bytes;
  * *out NULL (and NIB_OK) when the device has no room for it while the file's
  * layout is still there: that layout stays */
-static nib_status t32_build(const nib_cuda_weight *w, const uint8_t *src0, const uint8_t *src1, int n_src,
+static nib_status t32_build(const nib_cuda_weight *w, const uint8_t *src0, const uint8_t *src1, int n_src, int g,
                             uint8_t **out, size_t *bytes, nib_error *err) {
     const int nb = (int)(w->n_in / 256), tile = t32_find(w->type)->tile;
-    const size_t n_blocks = (size_t)w->n_out * nb * n_src, tiles = (n_blocks + 31) / 32;
+    const size_t n_blocks = (size_t)w->n_out * nb * n_src;
+    /* whole groups: gemv_t32_seg loads every tile of its last group (zeros past the rows) */
+    const size_t group = (size_t)g * nb, tiles = (n_blocks + group - 1) / group * group / 32;
     const int stride = (int)(w->row_bytes / nb); /* a tiled block's device bytes: 144, Q6_K's 224-byte slot, 8 x 18 */
     *out = NULL;
     *bytes = tiles * tile;
@@ -107,6 +120,11 @@ static nib_status t32_build(const nib_cuda_weight *w, const uint8_t *src0, const
         return NIB_OK;
     }
     if (!CUDA_OK(e, "tile a weight", err)) return err ? err->status : NIB_ERR_IO;
+    const size_t used = (n_blocks + 31) / 32 * tile; /* t32_tile writes the tiles that hold blocks */
+    if (!CUDA_OK(cudaMemset(dst + used, 0, *bytes - used), "tile a weight", err)) {
+        cudaFree(dst);
+        return err ? err->status : NIB_ERR_IO;
+    }
     const unsigned grid = (unsigned)(tiles < 4096 ? tiles : 4096);
     t32_find(w->type)->tile_matrix(src0, src1, n_src, dst, n_blocks, nb, stride, grid);
     if (!CUDA_OK(cudaGetLastError(), "t32_tile", err) || !CUDA_OK(cudaMemset(dst + *bytes, 0, 16), "tile a weight", err) ||
@@ -133,7 +151,7 @@ static nib_status t32_tile_one(nib_cuda_weight *w, t32_role role, bool *tiled, n
     if (!w->t32_grid) return NIB_OK;
     uint8_t *dst = NULL;
     size_t bytes = 0;
-    const nib_status s = t32_build(w, w->dev, w->dev, 1, &dst, &bytes, err);
+    const nib_status s = t32_build(w, w->dev, w->dev, 1, g, &dst, &bytes, err);
     if (s != NIB_OK || !dst) return s;
     cudaFree(w->dev);
     w->dev = dst, w->bytes = bytes, w->t32_g = g, w->t32_ks = ks;
@@ -168,7 +186,7 @@ extern "C" nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_w
     if (!gate->t32_grid) return NIB_OK;
     uint8_t *dst = NULL;
     size_t bytes = 0;
-    const nib_status s = t32_build(gate, gate->dev, up->dev, 2, &dst, &bytes, err);
+    const nib_status s = t32_build(gate, gate->dev, up->dev, 2, g, &dst, &bytes, err);
     if (s != NIB_OK || !dst) return s;
     cudaFree(gate->dev);
     cudaFree(up->dev);

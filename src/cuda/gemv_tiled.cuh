@@ -22,9 +22,10 @@
  * to whole chunks (Q3_K's 110 to 112).
  *
  * Rows. A tile's 32 blocks may belong to several rows. A warp takes G rows
- * at a time, G the smallest of 1, 2, 4, 8 with G * (blocks a row) a multiple
+ * at a time, G the smallest of 1, 2, 4 with G * (blocks a row) a multiple
  * of 32, so its T = G * nb / 32 tiles hold exactly its rows (a 4096-wide
- * Q4_K row is 16 blocks: G = 2, T = 1; 14336 is 56: G = 4, T = 7). Each lane
+ * Q4_K row is 16 blocks: G = 2, T = 1; 14336 is 56: G = 4, T = 7; rows that
+ * need 8 or 16: a thread block a group, gemv_t32_seg below). Each lane
  * adds its block's dot into the accumulator of its block's row; after the
  * group's last tile G warp sums give the rows. The next tile's loads are in
  * flight while a lane computes the current one (two register buffers).
@@ -492,10 +493,11 @@ __device__ __forceinline__ void t32_prepare() {
     if constexpr (t32_has_book<F>::value) F::prepare();
 }
 
-/* rows a warp takes at a time for nb blocks a row: the smallest G of 1, 2,
- * 4, 8 with G * nb a multiple of 32; 0 when none (the item kernels serve) */
+/* rows a warp group takes at a time for nb blocks a row: the smallest G of
+ * 1, 2, 4, 8, 16 with G * nb a multiple of 32 (8 and 16: gemv_t32_seg); 0
+ * when none (the item kernels serve) */
 static inline int t32_group_rows(int nb) {
-    for (int g = 1; g <= 8; g *= 2)
+    for (int g = 1; g <= 16; g *= 2)
         if ((g * nb) % 32 == 0) return g;
     return 0;
 }
@@ -705,6 +707,95 @@ gemv_t32_ks(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int
         if (k + 2 < count) t32_load<F>(Wt, ((size_t)blockIdx.x + (size_t)(k + 2) * gridDim.x) * WARPS + warp, lane, A);
         if (k + 1 < count) step(B, k + 1);
     }
+}
+
+/* Rows whose blocks fill whole tiles only in groups of 8 or 16 (rows of 3584
+ * elements: 14 blocks, 16 rows a group of 7 tiles; 18944: 74 blocks, 37
+ * tiles; 5120: 20 blocks, 8 rows, 5 tiles). A block takes a group at a time,
+ * its warps the group's tiles (tile j to warp j % WARPS), and every lane's
+ * block dot goes to shared memory at its place in the group (seg: the
+ * group's G * nb blocks in order, two groups' worth, alternating); after the
+ * block's barrier, warp w sums rows w, w + WARPS, ... (a row's nb dots, a
+ * lane each, then one warp sum), the gate/up pair's rows together (GLU). So
+ * a group costs one barrier and G / WARPS warp sums a warp, where G
+ * accumulators and G warp sums a warp, per tile, had lost (v74). G and T
+ * are the launch's (no instance per G). Shared memory:
+ * t32_seg_smem_bytes<F>(n_in, G). best: as gemv_t32. */
+template <class F>
+constexpr int t32_seg_smem_bytes(int n_in, int g) {
+    return t32_smem_bytes<F>(n_in) + 2 * (g * (n_in / F::QK)) * (int)sizeof(float);
+}
+template <class F, int WARPS, bool GLU>
+__global__ void __launch_bounds__(WARPS * 32)
+gemv_t32_seg(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_in, int n_out, int add, int act,
+             int G, unsigned long long *best) {
+    uint8_t *const t32_act = t32_act_smem<F>();
+    const int nb = n_in / F::QK, T = G * nb / 32;
+    float *const seg = (float *)(t32_act + nb * F::ACT); /* F::ACT is a multiple of 16 */
+    pdl_launch_dependents();
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int n_groups = (n_out + G - 1) / G;
+    const int count = (int)blockIdx.x < n_groups ? (n_groups - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+    const int per = warp < T ? (T - 1 - warp) / WARPS + 1 : 0; /* tiles a group this warp takes */
+    int lk = 0, li = 0; /* the load cursor (items in order): group lk, its tile li */
+    auto load = [&](t32_w<F::CH, F::SIDE> &w) {
+        t32_load<F>(Wt, ((size_t)blockIdx.x + (size_t)lk * gridDim.x) * T + warp + li * WARPS, lane, w);
+        if (++li == per) li = 0, ++lk;
+    };
+    t32_w<F::CH, F::SIDE> A, B;
+    const int items = count * per; /* this warp's tiles in all; item n in A when n is even, else in B */
+    if (items > 0) load(A);
+    t32_prepare<F>();
+    pdl_wait();
+    const double rsp = act_rs_begin(a, lane);
+    t32_fill<F>(t32_act, a, nb);
+    if (items > 1) load(B);
+    const float rs = act_rs_end(rsp);
+    unsigned long long mine = 0;
+    auto step = [&](const t32_w<F::CH, F::SIDE> &w, int k, int i) {
+        const int b = (warp + i * WARPS) * 32 + lane; /* the lane's block in the group */
+        seg[(k & 1) * G * nb + b] = F::dot(w, t32_act + (b % nb) * F::ACT);
+    };
+    auto rows = [&](int k) { /* after the barrier: group k's rows from seg */
+        const float *s = seg + (k & 1) * G * nb;
+        const int g0 = ((int)blockIdx.x + k * (int)gridDim.x) * G;
+        for (int q = warp; q < (GLU ? G / 2 : G); q += WARPS) {
+            const int r0 = GLU ? 2 * q : q;
+            float v0 = 0.0f, v1 = 0.0f;
+            for (int l = lane; l < nb; l += 32) {
+                v0 += s[r0 * nb + l];
+                if (GLU) v1 += s[(r0 + 1) * nb + l];
+            }
+            v0 = warp_sum(v0) * rs;
+            if (GLU) v1 = warp_sum(v1) * rs;
+            const int row = g0 + r0;
+            if (lane == 0 && row < n_out) {
+                if (GLU) {
+                    y[row / 2] = glu_act(act, v0) * v1;
+                } else {
+                    const float v2 = add ? y[row] + v0 : v0;
+                    y[row] = v2;
+                    const unsigned long long key = row_key(v2, row);
+                    mine = key > mine ? key : mine;
+                }
+            }
+        }
+    };
+    int n = 0; /* this warp's item */
+    for (int k = 0; k < count; k++) { /* the same count for every warp: the barriers match */
+        for (int i = 0; i < per; i++, n++) {
+            if ((n & 1) == 0) {
+                step(A, k, i);
+                if (n + 2 < items) load(A);
+            } else {
+                step(B, k, i);
+                if (n + 2 < items) load(B);
+            }
+        }
+        __syncthreads();
+        rows(k);
+    }
+    if (best) block_offer_best(best, mine);
 }
 
 #endif

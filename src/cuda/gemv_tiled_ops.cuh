@@ -55,6 +55,14 @@ static bool t32_plan(nib_cuda_weight *w, int g, bool ks, bool glu, nib_error *er
     const int n_groups = CEIL_DIV(rows, g);
     int a = 0;
     bool ok;
+    if (g > 4) { /* gemv_t32_seg: a block a group */
+        const int ss = t32_seg_smem_bytes<F>((int)w->n_in, g);
+        ok = glu ? t32_per_sm(gemv_t32_seg<F, T32_KS_TILES, true>, 32 * T32_KS_TILES, ss, &a, err)
+                 : t32_per_sm(gemv_t32_seg<F, T32_KS_TILES, false>, 32 * T32_KS_TILES, ss, &a, err);
+        if (!ok) return false;
+        w->t32_grid = n_groups < w->sms * a ? n_groups : w->sms * a;
+        return true;
+    }
     if (ks) ok = t32_per_sm(gemv_t32_ks<F, T32_KS_TILES, 4>, 32 * T32_KS_TILES, smem, &a, err);
     else if (glu) ok = g == 2 ? t32_per_sm(gemv_t32<F, W, 2, true>, 32 * W, smem, &a, err)
                               : t32_per_sm(gemv_t32<F, W, 4, true>, 32 * W, smem, &a, err);
@@ -106,6 +114,15 @@ static cudaError_t t32_launch(const nib_cuda_weight *w, const act_q8 &a, float *
         if (best) return cudaErrorInvalidValue; /* not reached: split rows are not LM heads */
         return pdl_launch(gemv_t32_ks<F, T32_KS_TILES, 4>, dim3(w->t32_grid), dim3(32 * T32_KS_TILES), smem, st, w->dev,
                           a, y, n_in, (int)w->n_out, add);
+    }
+    if (w->t32_g > 4) { /* a group of 8 or 16 rows a block */
+        const int ss = t32_seg_smem_bytes<F>(n_in, w->t32_g), g = w->t32_g;
+        const dim3 sg(w->t32_grid), sb(32 * T32_KS_TILES);
+        if (w->t32_pair)
+            return pdl_launch(gemv_t32_seg<F, T32_KS_TILES, true>, sg, sb, ss, st, w->dev, a, y, n_in,
+                              2 * (int)w->n_out, 0, act, g, (unsigned long long *)NULL);
+        return pdl_launch(gemv_t32_seg<F, T32_KS_TILES, false>, sg, sb, ss, st, w->dev, a, y, n_in, (int)w->n_out, add,
+                          act, g, best);
     }
     const dim3 grid(w->t32_grid), block(32 * W);
     if (w->t32_pair) { /* the pair's 2 n_out interleaved rows */

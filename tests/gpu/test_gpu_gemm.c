@@ -326,10 +326,12 @@ static void test_gemm_tiled_decode(void) {
     } shapes[] = {
         {2048, 4354, false},  /* 34,832 blocks: the last tile half full */
         {4096, 8195, false},  /* the last tile half full (taller than square: every format tiles it) */
+        {3584, 8199, false},  /* 16-row groups of 7 tiles (gemv_t32_seg), the last group partial */
         {8192, 2753, false},  /* a row a tile */
         {14336, 4801, false}, /* the last tile 24 blocks */
         {2048, 2177, true},   /* a pair's halves, the last tile half full */
         {4096, 1090, true},   /* the 8B's gate/up row length */
+        {3584, 1090, true},   /* Qwen2.5-7B's: 16-row groups (gemv_t32_seg), rows of 14 tiled blocks */
     };
     const int64_t max_in = 14336, max_elems = 14336 * 4801;
     decode_ctx c = {0};

@@ -275,8 +275,13 @@ static void test_tiled(void) {
         check_case(types[i], 4096, 8195, true);
         check_case(types[i], 2048, 8195, true);
         check_case(types[i], 14336, 1030, true); /* Q6_K's split long rows: 7 tiles a 4-row group */
+        /* rows of 14 and 74 blocks: 16-row groups of 7 and 37 tiles (gemv_t32_seg), the last group partial */
+        check_case(types[i], 3584, 8195, true);
+        check_case(types[i], 18944, 2115, true);
+        check_case(types[i], 5120, 2203, true); /* 20 blocks: 8-row groups of 5 tiles */
         tiled_paths(types[i], 4096, 8199);
         tiled_paths(types[i], 2048, 8197);
+        tiled_paths(types[i], 3584, 8199);
     }
 }
 
