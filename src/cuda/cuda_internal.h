@@ -53,7 +53,9 @@ struct nib_cuda_weight {
     int stream_grid;         /* its persistent grid */
     unsigned stream_stage;   /* its bytes a stage */
     int t32_g;               /* tiled (gemv_tiled.cuh): rows a warp group; 0: the file's layout (slots for Q6_K) */
-    int t32_ks;              /* tiled, long rows: the split kernel (a group's tiles over the warps of a block) */
+    int t32_kernel;          /* tiled: T32_WARPS (gemv_t32: a group a warp), T32_SPLIT (gemv_t32_ks: long rows, a
+                                group's tiles over a block's warps), T32_SEG (gemv_t32_seg: a group a block, the
+                                rows summed through shared memory); gemv_tiled_ops.cuh */
     int t32_pair;            /* a gate/up pair tiled as one matrix of interleaved rows: 1 the gate (its dev
                                 owns the allocation), 2 the up (dev the same allocation); 0 not a pair */
     int t32_grid;            /* the tiled kernel's persistent grid */

@@ -17,7 +17,10 @@
  * short rows (gate, up, LM head), the about square ones (the output
  * projection, and a fused Q/K/V of the formats with t32_ops.qkv) of the
  * formats with t32_ops.sq, and the long rows of the formats with t32_ops.ks
- * when a group is 7 tiles (14336-wide downs: split over 7 warps). Other
+ * when a group is 7 tiles (14336-wide downs: split over 7 warps; on
+ * gemv_t32_seg they lost: 8B Q6_K -3.2%, Q4_K_M level, v77); long rows of
+ * fewer tiles a group (8192-wide downs: 1) on gemv_t32_seg in groups of 7
+ * tiles or more (8 rows: Llama-3.2-1B Q4_K_M +1.8%, v77). Other
  * multiples of 256 whose groups need 8 or 16 rows (Qwen2.5-7B's 3584 and
  * 18944, 5120): every matrix, on gemv_t32_seg (a block a group), a fused
  * Q/K/V as above; Qwen2.5-7B tg128 Q4_K_M 475.9 -> 521.3 t/s, Q4_0 539.0 ->
@@ -67,35 +70,44 @@ static const t32_ops *t32_find(nib_type t) {
  * T32_MIN_WARPS_SM groups a multiprocessor (the split kernel: a block, 7
  * warps, a group). */
 #define T32_MIN_WARPS_SM 8
-static bool t32_fills(const nib_cuda_weight *w, int g, bool ks, bool glu) {
+static bool t32_fills(const nib_cuda_weight *w, int g, int kernel, bool glu) {
     const int64_t n_groups = CEIL_DIV(w->n_out * (glu ? 2 : 1), g);
-    return n_groups >= (int64_t)w->sms * (ks || g > 4 ? 1 : T32_MIN_WARPS_SM);
+    return n_groups >= (int64_t)w->sms * (kernel != T32_WARPS ? 1 : T32_MIN_WARPS_SM);
 }
 
 /* What a matrix is read as: one matrix, a fused Q/K/V, a gate/up pair */
 typedef enum t32_role { T32_MATRIX, T32_QKV, T32_PAIR } t32_role;
 
-/* Which layout a matrix takes (t32_g, t32_ks), or false: the file's. */
-static bool t32_shape(const nib_cuda_weight *w, t32_role role, int *g, bool *ks) {
+/* Which layout a matrix takes (rows a group *g, *kernel), or false: the file's. */
+static bool t32_shape(const nib_cuda_weight *w, t32_role role, int *g, int *kernel) {
     const bool pair = role == T32_PAIR;
     if (getenv("NIB_CUDA_TILED") && getenv("NIB_CUDA_TILED")[0] == '0') return false;
     const t32_ops *o = t32_find(w->type);
     if (!o || w->n_in % 256 != 0 || w->n_in > 30720) return false; /* activation fits 48 KB */
     const int nb = (int)(w->n_in / 256);
     *g = t32_group_rows(nb);
+    *kernel = T32_WARPS;
     if (!*g) return false;
     const int t = *g * nb / 32;
-    if (*g > 4) { /* 8- or 16-row groups (gemv_t32_seg): every role but a Q/K/V the format keeps apart */
-        *ks = false;
+    if (*g > 4) { /* 8- or 16-row groups: every role but a Q/K/V the format keeps apart */
+        *kernel = T32_SEG;
         return role != T32_QKV || o->qkv;
     }
     const bool long_rows = w->n_in >= 3 * w->n_out && w->n_in >= 4096; /* gemv.cu plan_q8's split-K rule */
-    *ks = !pair && long_rows && o->ks && *g == 4 && t == T32_KS_TILES;
     if (pair) {
         if (*g == 1) *g = 2; /* whole (gate, up) pairs a group */
         return true;
     }
-    if (long_rows) return *ks;
+    if (long_rows) {
+        if (t < T32_KS_TILES) { /* a group of few tiles (8192: 1): groups of at least 7 on gemv_t32_seg */
+            while (*g < 16 && *g * nb / 32 < T32_KS_TILES) *g *= 2;
+            *kernel = T32_SEG;
+            return true;
+        }
+        if (!(o->ks && *g == 4 && t == T32_KS_TILES)) return false;
+        *kernel = T32_SPLIT;
+        return true;
+    }
     if (role == T32_QKV) return o->qkv;
     const bool square = 2 * w->n_out >= w->n_in && w->n_out <= 2 * w->n_in; /* the output projection */
     return !square || o->sq;
@@ -143,10 +155,9 @@ static nib_status t32_tile_one(nib_cuda_weight *w, t32_role role, bool *tiled, n
         *tiled = !w->t32_pair;
         return NIB_OK;
     }
-    int g = 0;
-    bool ks = false;
-    if (!t32_shape(w, role, &g, &ks) || !t32_fills(w, g, ks, false)) return NIB_OK;
-    if (!t32_find(w->type)->plan(w, g, ks, false, err))
+    int g = 0, kernel = T32_WARPS;
+    if (!t32_shape(w, role, &g, &kernel) || !t32_fills(w, g, kernel, false)) return NIB_OK;
+    if (!t32_find(w->type)->plan(w, g, kernel, false, err))
         return err ? err->status : NIB_ERR_IO;
     if (!w->t32_grid) return NIB_OK;
     uint8_t *dst = NULL;
@@ -154,7 +165,7 @@ static nib_status t32_tile_one(nib_cuda_weight *w, t32_role role, bool *tiled, n
     const nib_status s = t32_build(w, w->dev, w->dev, 1, g, &dst, &bytes, err);
     if (s != NIB_OK || !dst) return s;
     cudaFree(w->dev);
-    w->dev = dst, w->bytes = bytes, w->t32_g = g, w->t32_ks = ks;
+    w->dev = dst, w->bytes = bytes, w->t32_g = g, w->t32_kernel = kernel;
     w->t32_tile = t32_find(w->type)->tile;
     *tiled = true;
     return NIB_OK;
@@ -176,12 +187,11 @@ extern "C" nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_w
         *tiled = gate->t32_pair == 1 && up->t32_pair == 2 && gate->dev == up->dev;
         return NIB_OK;
     }
-    int g = 0;
-    bool ks = false;
+    int g = 0, kernel = T32_WARPS;
     if (gate->type != up->type || gate->n_in != up->n_in || gate->n_out != up->n_out ||
-        !t32_shape(gate, T32_PAIR, &g, &ks) || !t32_fills(gate, g, false, true))
+        !t32_shape(gate, T32_PAIR, &g, &kernel) || !t32_fills(gate, g, kernel, true))
         return NIB_OK;
-    if (!t32_find(gate->type)->plan(gate, g, false, true, err))
+    if (!t32_find(gate->type)->plan(gate, g, kernel, true, err))
         return err ? err->status : NIB_ERR_IO;
     if (!gate->t32_grid) return NIB_OK;
     uint8_t *dst = NULL;
@@ -193,6 +203,7 @@ extern "C" nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_w
     gate->dev = up->dev = dst;
     gate->bytes = bytes / 2, up->bytes = bytes - bytes / 2; /* the device bytes, shared out */
     gate->t32_g = up->t32_g = g;
+    gate->t32_kernel = up->t32_kernel = kernel;
     gate->t32_tile = up->t32_tile = t32_find(gate->type)->tile;
     up->t32_grid = gate->t32_grid;
     gate->t32_pair = 1, up->t32_pair = 2;

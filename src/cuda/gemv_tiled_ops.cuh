@@ -10,15 +10,18 @@
 
 #define T32_KS_TILES 7 /* the split kernel's warps: one a tile of a 4-row group of 14336-wide rows */
 
+/* nib_cuda_weight.t32_kernel: which tiled kernel reads the matrix */
+enum { T32_WARPS = 0, T32_SPLIT = 1, T32_SEG = 2 };
+
 struct t32_ops {
     nib_type type;
     int tile;      /* bytes a tile of 32 blocks */
     bool ks;       /* long rows in 7-tile groups take the split kernel (else the item kernels keep them) */
     bool sq;       /* about square matrices (the output projection) are tiled (else the item kernels keep them) */
     bool qkv;      /* a fused Q/K/V matrix of the format is tiled too (else the item kernels keep it) */
-    /* w->t32_grid for rows of g-row groups (ks: the split kernel; glu: a gate/up pair); 0 where
+    /* w->t32_grid for rows of g-row groups on kernel (T32_*; glu: a gate/up pair); 0 where
      * a block does not fit the device */
-    bool (*plan)(nib_cuda_weight *w, int g, bool ks, bool glu, nib_error *err);
+    bool (*plan)(nib_cuda_weight *w, int g, int kernel, bool glu, nib_error *err);
     /* the conversion kernel (t32_tile) on grid blocks */
     void (*tile_matrix)(const uint8_t *src0, const uint8_t *src1, int n_src, uint8_t *dst, size_t n_blocks, int nb,
                         int stride, unsigned grid);
@@ -50,12 +53,13 @@ static bool t32_per_sm(K kernel, int threads, int smem, int *per_sm, nib_error *
 }
 
 template <class F, int W>
-static bool t32_plan(nib_cuda_weight *w, int g, bool ks, bool glu, nib_error *err) {
+static bool t32_plan(nib_cuda_weight *w, int g, int kernel, bool glu, nib_error *err) {
     const int smem = t32_smem_bytes<F>((int)w->n_in), rows = (int)w->n_out * (glu ? 2 : 1);
     const int n_groups = CEIL_DIV(rows, g);
+    const bool ks = kernel == T32_SPLIT;
     int a = 0;
     bool ok;
-    if (g > 4) { /* gemv_t32_seg: a block a group */
+    if (kernel == T32_SEG) { /* a block a group */
         const int ss = t32_seg_smem_bytes<F>((int)w->n_in, g);
         ok = glu ? t32_per_sm(gemv_t32_seg<F, T32_KS_TILES, true>, 32 * T32_KS_TILES, ss, &a, err)
                  : t32_per_sm(gemv_t32_seg<F, T32_KS_TILES, false>, 32 * T32_KS_TILES, ss, &a, err);
@@ -110,12 +114,12 @@ template <class F, int W>
 static cudaError_t t32_launch(const nib_cuda_weight *w, const act_q8 &a, float *y, int add, int act,
                               unsigned long long *best, cudaStream_t st) {
     const int smem = t32_smem_bytes<F>((int)w->n_in), n_in = (int)w->n_in;
-    if (w->t32_ks) {
+    if (w->t32_kernel == T32_SPLIT) {
         if (best) return cudaErrorInvalidValue; /* not reached: split rows are not LM heads */
         return pdl_launch(gemv_t32_ks<F, T32_KS_TILES, 4>, dim3(w->t32_grid), dim3(32 * T32_KS_TILES), smem, st, w->dev,
                           a, y, n_in, (int)w->n_out, add);
     }
-    if (w->t32_g > 4) { /* a group of 8 or 16 rows a block */
+    if (w->t32_kernel == T32_SEG) { /* a group a block */
         const int ss = t32_seg_smem_bytes<F>(n_in, w->t32_g), g = w->t32_g;
         const dim3 sg(w->t32_grid), sb(32 * T32_KS_TILES);
         if (w->t32_pair)
