@@ -1102,6 +1102,37 @@ static void run_t32(const lab_ctx *c) {
                                                                          (int)GLU_SILU, (unsigned long long *)NULL);
     }
 }
+/* v76 (argument "/t32seg"): gemv_t32_seg, a group of G rows a block, G as
+ * the library picks it (gemv_tiled.cu t32_shape): 8 or 16 where a group of
+ * 4 does not fill whole tiles (rows of 3584, 18944, 5120), or long rows of
+ * fewer than 7 tiles a group, doubled until 7 (8192); other shapes no launch.
+ * Every group whole (the lab's copies are not padded to groups). */
+#define LAB_SEG_WARPS 7 /* the library's warps a block (gemv_tiled_ops.cuh T32_KS_TILES) */
+template <class F, bool GLU>
+static void run_t32_seg(const lab_ctx *c) {
+    const int nb = c->n_in / F::QK;
+    int g = t32_group_rows(nb);
+    if (!g) return;
+    if (g <= 4) {
+        const bool long_rows = c->n_in >= 3 * c->n_out && c->n_in >= 4096;
+        if (!long_rows || g * nb / 32 >= LAB_SEG_WARPS) return;
+        while (g < 16 && g * nb / 32 < LAB_SEG_WARPS) g *= 2;
+    }
+    if (c->n_out % g != 0) return;
+    const int smem = t32_seg_smem_bytes<F>(c->n_in, g);
+    if (smem > 48 * 1024) CK(cudaFuncSetAttribute(gemv_t32_seg<F, LAB_SEG_WARPS, GLU>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int per_sm = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_t32_seg<F, LAB_SEG_WARPS, GLU>, 32 * LAB_SEG_WARPS, smem));
+    int grid = c->n_out / g;
+    if (grid > sm_count * (per_sm > 0 ? per_sm : 1)) grid = sm_count * (per_sm > 0 ? per_sm : 1);
+    const act_q8 a = lab_act(c);
+    if (lab_pdl)
+        CK(pdl_launch(gemv_t32_seg<F, LAB_SEG_WARPS, GLU>, dim3(grid), dim3(32 * LAB_SEG_WARPS), (size_t)smem, c->st, c->W,
+                      a, c->y, c->n_in, c->n_out, 0, (int)GLU_SILU, g, (unsigned long long *)NULL));
+    else
+        gemv_t32_seg<F, LAB_SEG_WARPS, GLU><<<grid, 32 * LAB_SEG_WARPS, smem, c->st>>>(
+            c->W, a, c->y, c->n_in, c->n_out, 0, (int)GLU_SILU, g, (unsigned long long *)NULL);
+}
 /* blocks (src_stride bytes apart: the device's, F::BYTES of them the block)
  * into t32 tiles; the pad blocks of the last tile zero */
 template <class F>
@@ -1482,6 +1513,11 @@ static const variant variants[] = {
     V_T32F("Q4_1", t32_q4_1, 160), V_T32F("Q5_0", t32_q5_0, 176), V_T32F("Q5_1", t32_q5_1, 192),
     V_T32F("IQ4_NL", t32_iq4_nl, 144), V_T32F("MXFP4", t32_mxfp4, 136),
 #undef V_T32F
+    /* v76: the group-a-block kernel ("glu": the gate+up shape as (gate, up) pairs) */
+#define V_SEG(NAME, F, BY) {NAME "/t32seg", 256, BY, run_t32_seg<F, false>}, {NAME "/t32segglu", 256, BY, run_t32_seg<F, true>}
+    V_SEG("Q4_K", t32_q4_K, 144), V_SEG("Q6_K", t32_q6_K, 210), V_SEG("Q4_0", t32_q4_0, 144),
+    V_SEG("IQ4_XS", t32_iq4_xs, 136), V_SEG("IQ4_NL", t32_iq4_nl, 144), V_SEG("Q5_K", t32_q5_K, 176),
+#undef V_SEG
 #undef V_T32
     /* v18 (argument "/fu"): the float path's steps in flight a lane (F16_U is the library's) */
     {"F16/fu1", 1, 2, run_f16<false, 1>}, {"F16/fu2", 1, 2, run_f16<false, 2>}, {"F16/fu4", 1, 2, run_f16<false, 4>},
@@ -1497,6 +1533,8 @@ static const lab_shape shapes[] = {
     {"Llama-3-8B", 4096, 4096},  {"Llama-3-8B", 4096, 1024},   {"Llama-3-8B", 4096, 14336}, {"Llama-3-8B", 14336, 4096},
     {"Llama-3-8B", 4096, 128256}, {"Llama-3-8B gate+up", 4096, 28672}, {"Llama-3-8B qkv", 4096, 6144}, {"Qwen2.5-0.5B", 896, 896},  {"Qwen2.5-0.5B", 896, 4864},
     {"Qwen2.5-0.5B", 4864, 896}, {"Qwen2.5-0.5B", 896, 151936},
+    {"Qwen2.5-7B", 3584, 3584}, {"Qwen2.5-7B", 18944, 3584}, {"Qwen2.5-7B gate+up", 3584, 37888},
+    {"Qwen2.5-7B", 3584, 152064}, {"Llama-3.2-1B", 8192, 2048},
 };
 
 __global__ void fill_random(uint32_t *p, size_t n_words, uint32_t seed) {
