@@ -1008,9 +1008,9 @@ static void test_repack_legacy_layout(void) {
     }
 }
 
-/* The IQ4 layouts (repack.h), decoded as it describes them, against the
- * reference dequantizer, bit for bit: IQ4_NL in Q4_0's bytes, IQ4_XS with
- * its scales unbiased to bytes. */
+/* The IQ4 and MXFP4 layouts (repack.h), decoded as it describes them, against
+ * the reference dequantizer, bit for bit: IQ4_NL in Q4_0's bytes, MXFP4 with
+ * its exponent bytes, IQ4_XS with its scales unbiased to bytes. */
 static void test_repack_iq4_layout(void) {
     rng_seed(709);
     const int64_t n = 512;
@@ -1035,6 +1035,28 @@ static void test_repack_iq4_layout(void) {
             bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
         }
         CHECK(bad == 0, "IQ4_NL x8: %d of 8 rows decode differently from the file layout", bad);
+        free(W);
+    }
+    { /* MXFP4: the exponents e[r], the nibbles as IQ4_NL's, MXFP4's levels */
+        const size_t rb = row_bytes(NIB_TYPE_MXFP4, n);
+        uint8_t *W = malloc(rb * 8);
+        block_mxfp4x8 P[16];
+        for (int r = 0; r < 8; r++) random_blocks(NIB_TYPE_MXFP4, W + r * rb, n);
+        memset(P, 0x5A, sizeof P);
+        for (int64_t i = 0; i < n / 32; i++) cpu_pack_legacy_x8(NIB_TYPE_MXFP4, W, rb, i, Q4_KX8_PAIRS, &P[i]);
+        int bad = 0;
+        for (int r = 0; r < 8; r++) {
+            tr(NIB_TYPE_MXFP4)->dequantize(W + r * rb, ref, n);
+            poison(got, n);
+            for (int64_t i = 0; i < n / 32; i++)
+                for (int e = 0; e < 32; e++) {
+                    const int j = e % 16;
+                    const uint8_t byte = P[i].qs[j / 8][8 * r + j % 8];
+                    got[32 * i + e] = nib_mxfp4_half_scale(P[i].e[r]) * (float)nib_mxfp4_levels[e < 16 ? byte & 15 : byte >> 4];
+                }
+            bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
+        }
+        CHECK(bad == 0, "MXFP4 x8: %d of 8 rows decode differently from the file layout", bad);
         free(W);
     }
     {
@@ -1066,8 +1088,8 @@ static void test_repack_iq4_layout(void) {
  * 1 and 3 threads, several batch sizes; and each token's outputs the same
  * bits alone, in any batch and with any thread count. */
 static void test_matmul_packed(void) {
-    static const nib_type types[] = {NIB_TYPE_Q4_K, NIB_TYPE_Q5_K, NIB_TYPE_Q6_K, NIB_TYPE_Q4_0, NIB_TYPE_Q5_0,
-                                     NIB_TYPE_Q4_1, NIB_TYPE_Q5_1, NIB_TYPE_Q8_0, NIB_TYPE_IQ4_NL, NIB_TYPE_IQ4_XS};
+    static const nib_type types[] = {NIB_TYPE_Q4_K, NIB_TYPE_Q5_K, NIB_TYPE_Q6_K,   NIB_TYPE_Q4_0,   NIB_TYPE_Q5_0, NIB_TYPE_Q4_1,
+                                     NIB_TYPE_Q5_1, NIB_TYPE_Q8_0, NIB_TYPE_IQ4_NL, NIB_TYPE_IQ4_XS, NIB_TYPE_MXFP4};
     int tested = 0;
     nib_error err;
     nib_pool *pool = nib_pool_new(3, &err);

@@ -214,6 +214,7 @@ void cpu_dot_q8_0x8_q8_0u_avx512(int64_t n, const void *p, const void *a, size_t
 void cpu_dot_q4_1x8_q8_1_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_q5_1x8_q8_1_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_iq4_nlx8_q8_0s_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
+void cpu_dot_mxfp4x8_q8_0s_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_iq4_xsx8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_i8x8_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);
 void cpu_dot_i8x8s32_q8_K_avx512(int64_t n, const void *p, const void *a, size_t a_stride, int nt, float *out);

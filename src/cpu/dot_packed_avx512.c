@@ -236,37 +236,62 @@ PACKED_ENTRY(cpu_dot_q6_Kx8_q8_K_avx512, q6_Kx8_dot)
  * offset/2 * sum(y) in each of a row's two lanes (the activation carries the
  * sum: block_q8_0s); Q4_1/Q5_1 add m * s (Q8_1's s = d * sum) in lane 2r
  * only. IQ4_NL (block_q4_0x8's bytes) looks its nibbles up as levels + 128
- * (iq4_levels_u), so its offset is 128: at most 16 * 241 * 127 a lane, no
- * int16 step to saturate. Then one convert and one multiply-add by d * d_y
- * a block and token; the two lanes of a row are added at the end. */
-typedef enum { LX_Q4_0, LX_Q5_0, LX_Q4_1, LX_Q5_1, LX_IQ4_NL } lx_fmt;
+ * (levels_u), so its offset is 128: at most 16 * 241 * 127 a lane, no
+ * int16 step to saturate; MXFP4 (block_mxfp4x8) the same with its own
+ * levels, its scale 2^(e - 128) from the exponent byte. Then one convert and
+ * one multiply-add by d * d_y a block and token; the two lanes of a row are
+ * added at the end. */
+typedef enum { LX_Q4_0, LX_Q5_0, LX_Q4_1, LX_Q5_1, LX_IQ4_NL, LX_MXFP4 } lx_fmt;
 
-/* The 16 IQ4 levels + 128 as bytes (1..241) in every 128-bit lane: a
- * vpshufb of a nibble gives the unsigned code that vpdpbusd takes. */
-static ALWAYS_INLINE __m512i iq4_levels_u(void) {
-    const __m128i lv = _mm_loadu_si128((const __m128i *)nib_iq4_levels);
+/* 16 signed levels + 128 as bytes in every 128-bit lane: a vpshufb of a
+ * nibble gives the unsigned code that vpdpbusd takes. */
+static ALWAYS_INLINE __m512i levels_u(const int8_t *levels) {
+    const __m128i lv = _mm_loadu_si128((const __m128i *)levels);
     return _mm512_broadcast_i32x4(_mm_xor_si128(lv, _mm_set1_epi8((char)0x80)));
+}
+
+/* The 8 rows' MXFP4 scales 2^(e - 128) (nib_mxfp4_half_scale, bit for bit) */
+static ALWAYS_INLINE __m256 mxfp4_half_scales(const uint8_t *e8) {
+    uint64_t e64;
+    memcpy(&e64, e8, 8);
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)e64));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e); /* e = 0, 1: subnormal */
+    const __mmask8 small = _mm256_cmplt_epu32_mask(e, _mm256_set1_epi32(2));
+    return _mm256_castsi256_ps(_mm256_mask_blend_epi32(small, normal, sub));
+}
+
+/* A row's two lanes (2r, 2r + 1) added in lane 2r, lane 2r + 1 zeroed: where
+ * the lanes hold parts of an offset that cancel only in their sum (each
+ * takes 64 * sum(y) of elements it does not hold), they meet exactly in
+ * int32, not after a rounding to float each. */
+static ALWAYS_INLINE __m512i row_pair_sum(__m512i v) {
+    return _mm512_maskz_add_epi32(0x5555, v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB));
 }
 
 static ALWAYS_INLINE void legacy_x8_dot(lx_fmt f, int nt, int64_t n, const void *p, const void *a, size_t a_stride,
                                         float *out) {
     const bool has_min = f == LX_Q4_1 || f == LX_Q5_1, has_qh = f == LX_Q5_0 || f == LX_Q5_1;
-    const int half_off = f == LX_Q4_0 ? 4 : f == LX_IQ4_NL ? 64 : 8;
+    const bool table = f == LX_IQ4_NL || f == LX_MXFP4;
+    const int half_off = f == LX_Q4_0 ? 4 : table ? 64 : 8;
     const size_t bb = f == LX_Q4_0 || f == LX_IQ4_NL ? sizeof(block_q4_0x8)
-                      : f == LX_Q5_0 ? sizeof(block_q5_0x8)
-                      : f == LX_Q4_1 ? sizeof(block_q4_1x8)
-                                     : sizeof(block_q5_1x8);
+                      : f == LX_MXFP4 ? sizeof(block_mxfp4x8)
+                      : f == LX_Q5_0  ? sizeof(block_q5_0x8)
+                      : f == LX_Q4_1  ? sizeof(block_q4_1x8)
+                                      : sizeof(block_q5_1x8);
     const size_t ab = has_min ? sizeof(block_q8_1) : sizeof(block_q8_0s);
     const __m512i m4 = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(0x10);
-    const __m512i levels = f == LX_IQ4_NL ? iq4_levels_u() : _mm512_setzero_si512();
+    const __m512i levels = f == LX_IQ4_NL ? levels_u(nib_iq4_levels)
+                           : f == LX_MXFP4 ? levels_u(nib_mxfp4_levels)
+                                           : _mm512_setzero_si512();
     const __m512i row_of_lane = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
     __m512 acc[NT_MAX];
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
     const uint8_t *x = (const uint8_t *)p;
     for (int64_t i = 0; i < n / 32; i++, x += bb) {
-        /* the fields, in the order of every block_*x8: d[8], m[8], qh[4][8], qs[2][64] */
-        const uint8_t *qh = x + (has_min ? 32 : 16);
+        /* the fields, in the order of every block_*x8: d[8] (MXFP4: e[8]), m[8], qh[4][8], qs[2][64] */
+        const uint8_t *qh = x + (has_min ? 32 : f == LX_MXFP4 ? 8 : 16);
         const uint8_t *qs = qh + (has_qh ? 32 : 0);
         __m512i q[2][2]; /* [register][low, high nibbles] */
 #pragma GCC unroll 2
@@ -280,11 +305,11 @@ static ALWAYS_INLINE void legacy_x8_dot(lx_fmt f, int nt, int64_t n, const void 
                 q[r][0] = _mm512_mask_add_epi8(q[r][0], _cvtu64_mask64(lo), q[r][0], c16);
                 q[r][1] = _mm512_mask_add_epi8(q[r][1], _cvtu64_mask64(hi), q[r][1], c16);
             }
-            if (f == LX_IQ4_NL)
+            if (table)
                 q[r][0] = _mm512_shuffle_epi8(levels, q[r][0]), q[r][1] = _mm512_shuffle_epi8(levels, q[r][1]);
         }
-        const __m512 dw = _mm512_permutexvar_ps(row_of_lane,
-                                                _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x))));
+        const __m256 d8 = f == LX_MXFP4 ? mxfp4_half_scales(x) : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x));
+        const __m512 dw = _mm512_permutexvar_ps(row_of_lane, _mm512_castps256_ps512(d8));
         __m512 mw = _mm512_setzero_ps();
         if (has_min)
             mw = _mm512_maskz_permutexvar_ps(0x5555, row_of_lane,
@@ -308,6 +333,9 @@ static ALWAYS_INLINE void legacy_x8_dot(lx_fmt f, int nt, int64_t n, const void 
                 const block_q8_0s *y0 = (const block_q8_0s *)yb;
                 dy = simd_fp16_to_f32(y0->d);
                 v = _mm512_sub_epi32(v, _mm512_set1_epi32(half_off * y0->sum));
+                /* MXFP4's levels (|l| <= 12) are small next to the offset 128 its lanes take off: their
+                 * halves, apart, would carry that cancellation through the float sums */
+                if (f == LX_MXFP4) v = row_pair_sum(v);
             }
             acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(dy)), _mm512_cvtepi32_ps(v), acc[t]);
         }
@@ -321,19 +349,13 @@ PACKED_ENTRY_F(cpu_dot_q5_0x8_q8_0s_avx512, legacy_x8_dot, LX_Q5_0)
 PACKED_ENTRY_F(cpu_dot_q4_1x8_q8_1_avx512, legacy_x8_dot, LX_Q4_1)
 PACKED_ENTRY_F(cpu_dot_q5_1x8_q8_1_avx512, legacy_x8_dot, LX_Q5_1)
 PACKED_ENTRY_F(cpu_dot_iq4_nlx8_q8_0s_avx512, legacy_x8_dot, LX_IQ4_NL)
+PACKED_ENTRY_F(cpu_dot_mxfp4x8_q8_0s_avx512, legacy_x8_dot, LX_MXFP4)
 
-/* A row's two lanes (2r, 2r + 1) added in lane 2r, lane 2r + 1 zeroed: where
- * the lanes hold parts of an offset that cancel only in their sum (each
- * takes 64 * sum(y) of elements it does not hold), they meet exactly in
- * int32, not after a rounding to float each. */
-static ALWAYS_INLINE __m512i row_pair_sum(__m512i v) {
-    return _mm512_maskz_add_epi32(0x5555, v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB));
-}
 
 /* ---- IQ4_XS, 8 rows (cpu/repack.h block_iq4_xsx8) --------------------------------
  * A 32-element sub-block of the 8 rows is Q4_0x8's two registers of nibbles
  * (lane 2r + h: elements 8p + 4h.. low, 16 + 8p + 4h.. high), looked up as
- * levels + 128 (iq4_levels_u). Four vpdpbusd against 64-bit broadcasts of
+ * levels + 128 (levels_u). Four vpdpbusd against 64-bit broadcasts of
  * the token's codes give each lane 16 products, at most 16 * 241 * 127; the
  * 128 * sum(y) of the offset comes off as 64 * sum(y) in each of a row's two
  * lanes (the sub-block's sum from Q8_K's bsums); one vpmulld by the row's
@@ -342,7 +364,7 @@ static ALWAYS_INLINE __m512i row_pair_sum(__m512i v) {
  * lanes added there (row_pair_sum); then one convert and one multiply-add
  * by d * d_y. */
 static ALWAYS_INLINE void iq4_xsx8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride, float *out) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), levels = iq4_levels_u();
+    const __m512i m4 = _mm512_set1_epi8(0x0F), levels = levels_u(nib_iq4_levels);
     const __m512i row_of_lane = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
     __m512 acc[NT_MAX];
 #pragma GCC unroll 4

@@ -156,6 +156,11 @@ NIB_STATIC_ASSERT(sizeof(block_q5_1x8) == 8 * sizeof(block_q5_1), "block_q5_1x8 
  * bytes of nibbles in the same element order), the nibbles indexing the 16
  * IQ4 levels instead of standing for q - 8. */
 
+/* MXFP4 (PAIRS only): the 8 rows' E8M0 exponents e[r], then the nibbles as
+ * Q4_0x8's qs, indexing MXFP4's 16 levels (x = 2^(e - 128) * level[q]). */
+typedef struct { uint8_t e[Q4_KX8_ROWS]; uint8_t qs[2][8 * Q4_KX8_ROWS]; } block_mxfp4x8;
+NIB_STATIC_ASSERT(sizeof(block_mxfp4x8) == 8 * sizeof(block_mxfp4), "block_mxfp4x8 size");
+
 /* IQ4_XS, 8 rows (PAIRS only): each row's d, its eight 6-bit scales unbiased
  * to int8 (-32..31: sc[sub-block][row]), and each 32-element sub-block's
  * nibbles of the 8 rows as Q4_0x8's qs (qs[j][64p + 8r + i] = the file's
