@@ -1008,6 +1008,41 @@ static void test_repack_legacy_layout(void) {
     }
 }
 
+/* The 16-level formats packed in Q4_0x8's nibble order (repack.h): IQ4_NL
+ * with block_q4_0x8's fp16 d[r], MXFP4 with block_mxfp4x8's exponents e[r];
+ * each element decoded as the header describes, against the reference
+ * dequantizer, bit for bit. n <= 512. */
+static void check_x8_levels_layout(nib_type t, int64_t n) {
+    const bool mx = t == NIB_TYPE_MXFP4;
+    const size_t gb = mx ? sizeof(block_mxfp4x8) : sizeof(block_q4_0x8), hdr = mx ? 8 : 16; /* header, then qs[2][64] */
+    const int8_t *levels = mx ? nib_mxfp4_levels : nib_iq4_levels;
+    const size_t rb = row_bytes(t, n);
+    uint8_t *W = malloc(rb * 8), *P = malloc(gb * (size_t)(n / 32));
+    float ref[512], got[512];
+    for (int r = 0; r < 8; r++) random_blocks(t, W + r * rb, n);
+    memset(P, 0x5A, gb * (size_t)(n / 32));
+    for (int64_t i = 0; i < n / 32; i++) cpu_pack_legacy_x8(t, W, rb, i, Q4_KX8_PAIRS, P + (size_t)i * gb);
+    int bad = 0;
+    for (int r = 0; r < 8; r++) {
+        tr(t)->dequantize(W + r * rb, ref, n);
+        poison(got, n);
+        for (int64_t i = 0; i < n / 32; i++) {
+            const uint8_t *b = P + (size_t)i * gb, *qs = b + hdr;
+            nib_half d;
+            memcpy(&d, b + 2 * r, 2);
+            const float scale = mx ? nib_mxfp4_half_scale(b[r]) : nib_fp16_to_f32(d);
+            for (int e = 0; e < 32; e++) {
+                const int j = e % 16;
+                const uint8_t byte = qs[64 * (j / 8) + 8 * r + j % 8];
+                got[32 * i + e] = scale * (float)levels[e < 16 ? byte & 15 : byte >> 4];
+            }
+        }
+        bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
+    }
+    CHECK(bad == 0, "%s x8: %d of 8 rows decode differently from the file layout", tr(t)->name, bad);
+    free(W), free(P);
+}
+
 /* The IQ4 and MXFP4 layouts (repack.h), decoded as it describes them, against
  * the reference dequantizer, bit for bit: IQ4_NL in Q4_0's bytes, MXFP4 with
  * its exponent bytes, IQ4_XS with its scales unbiased to bytes. */
@@ -1015,50 +1050,8 @@ static void test_repack_iq4_layout(void) {
     rng_seed(709);
     const int64_t n = 512;
     float ref[512], got[512];
-    {
-        const size_t rb = row_bytes(NIB_TYPE_IQ4_NL, n);
-        uint8_t *W = malloc(rb * 8);
-        block_q4_0x8 P[16];
-        for (int r = 0; r < 8; r++) random_blocks(NIB_TYPE_IQ4_NL, W + r * rb, n);
-        memset(P, 0x5A, sizeof P);
-        for (int64_t i = 0; i < n / 32; i++) cpu_pack_legacy_x8(NIB_TYPE_IQ4_NL, W, rb, i, Q4_KX8_PAIRS, &P[i]);
-        int bad = 0;
-        for (int r = 0; r < 8; r++) {
-            tr(NIB_TYPE_IQ4_NL)->dequantize(W + r * rb, ref, n);
-            poison(got, n);
-            for (int64_t i = 0; i < n / 32; i++)
-                for (int e = 0; e < 32; e++) {
-                    const int j = e % 16;
-                    const uint8_t byte = P[i].qs[j / 8][8 * r + j % 8];
-                    got[32 * i + e] = nib_fp16_to_f32(P[i].d[r]) * (float)nib_iq4_levels[e < 16 ? byte & 15 : byte >> 4];
-                }
-            bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
-        }
-        CHECK(bad == 0, "IQ4_NL x8: %d of 8 rows decode differently from the file layout", bad);
-        free(W);
-    }
-    { /* MXFP4: the exponents e[r], the nibbles as IQ4_NL's, MXFP4's levels */
-        const size_t rb = row_bytes(NIB_TYPE_MXFP4, n);
-        uint8_t *W = malloc(rb * 8);
-        block_mxfp4x8 P[16];
-        for (int r = 0; r < 8; r++) random_blocks(NIB_TYPE_MXFP4, W + r * rb, n);
-        memset(P, 0x5A, sizeof P);
-        for (int64_t i = 0; i < n / 32; i++) cpu_pack_legacy_x8(NIB_TYPE_MXFP4, W, rb, i, Q4_KX8_PAIRS, &P[i]);
-        int bad = 0;
-        for (int r = 0; r < 8; r++) {
-            tr(NIB_TYPE_MXFP4)->dequantize(W + r * rb, ref, n);
-            poison(got, n);
-            for (int64_t i = 0; i < n / 32; i++)
-                for (int e = 0; e < 32; e++) {
-                    const int j = e % 16;
-                    const uint8_t byte = P[i].qs[j / 8][8 * r + j % 8];
-                    got[32 * i + e] = nib_mxfp4_half_scale(P[i].e[r]) * (float)nib_mxfp4_levels[e < 16 ? byte & 15 : byte >> 4];
-                }
-            bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
-        }
-        CHECK(bad == 0, "MXFP4 x8: %d of 8 rows decode differently from the file layout", bad);
-        free(W);
-    }
+    check_x8_levels_layout(NIB_TYPE_IQ4_NL, n);
+    check_x8_levels_layout(NIB_TYPE_MXFP4, n);
     {
         const size_t rb = row_bytes(NIB_TYPE_IQ4_XS, n);
         uint8_t *W = malloc(rb * 8);

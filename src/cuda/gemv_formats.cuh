@@ -343,9 +343,6 @@ struct fmt_iq4_nl : words_block<fmt_iq4_nl, 5, false> {
 #define MXFP4_A1 pack4(4, 6, 8, 12)
 #define MXFP4_B0 pack4(-1, -2, -3, -4)
 #define MXFP4_B1 pack4(-5, -7, -9, -13)
-__device__ __forceinline__ int mxfp4_word_dot(uint32_t q, int a0, int a1, uint32_t t0, uint32_t t2, int sum) {
-    return levels_word_dot<MXFP4_A1, MXFP4_B1>(q, a0, a1, t0, t2, sum);
-}
 /* 2^(e - 128) for an E8M0 exponent byte: half its scale, for the doubled levels */
 __device__ __forceinline__ float e8m0_half(uint32_t e) {
     return __uint_as_float(e < 2 ? 0x00200000u << e : (e - 1) << 23);

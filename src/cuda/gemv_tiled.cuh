@@ -134,12 +134,15 @@ __device__ __forceinline__ uint32_t t32_head_reg(int h) {
     return r;
 }
 
-/* The IQ4 levels' picks (iq4_word_dot, gemv_formats.cuh) read their register
- * words t0 = IQ4_T0 and t2 = IQ4_T2P from the book's head. */
-#define IQ4_HEAD (2 * T32_HEAD)
-__device__ __forceinline__ void iq4_head_fill() {
-    t32_head_fill(IQ4_T0, 0);
-    t32_head_fill(IQ4_T2P, 1);
+/* The 16-level formats' picks (levels_word_dot, gemv_formats.cuh: IQ4_T0 and
+ * IQ4_T2P for IQ4, MXFP4_A0 and MXFP4_B0 for MXFP4) read their register
+ * words t0 and t2 from the book's head: LEVELS_HEAD bytes, filled by the
+ * format's prepare() */
+#define LEVELS_HEAD (2 * T32_HEAD)
+__device__ __forceinline__ void levels_head_prepare(uint32_t t0, uint32_t t2) {
+    t32_head_fill(t0, 0);
+    t32_head_fill(t2, 1);
+    __syncthreads();
 }
 
 /* The activation of one 256-element block in shared memory: 256 quants at 0,
@@ -377,15 +380,20 @@ struct t32_q2_K {
     }
 };
 
-/* A 32-element sub-block of an IQ4 format: its 16 quant bytes (IQ4_NL's
- * order) against the permuted activation copy at a32 (F::PERM) */
-__device__ __forceinline__ int iq4_sub_dot(const uint32_t (&q)[4], const uint8_t *a32, uint32_t t0, uint32_t t2) {
+/* A 32-element sub-block of a 16-level format: its 16 quant bytes (IQ4_NL's
+ * order) against the permuted activation copy at a32 (F::PERM), the levels
+ * by levels_word_dot's picks from (t0, T1) and (t2, T3) */
+template <uint32_t T1, uint32_t T3>
+__device__ __forceinline__ int levels_sub_dot(const uint32_t (&q)[4], const uint8_t *a32, uint32_t t0, uint32_t t2) {
     const int4 a0 = *(const int4 *)a32, a1 = *(const int4 *)(a32 + 16);
     const int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
     int sumi = 0;
 #pragma unroll
-    for (int k = 0; k < 4; k++) sumi = iq4_word_dot(q[k], a[2 * k], a[2 * k + 1], t0, t2, sumi);
+    for (int k = 0; k < 4; k++) sumi = levels_word_dot<T1, T3>(q[k], a[2 * k], a[2 * k + 1], t0, t2, sumi);
     return sumi;
+}
+__device__ __forceinline__ int iq4_sub_dot(const uint32_t (&q)[4], const uint8_t *a32, uint32_t t0, uint32_t t2) {
+    return levels_sub_dot<IQ4_T1, IQ4_T3P>(q, a32, t0, t2);
 }
 
 /* IQ4_XS, 136 bytes = 8 chunks and 8 side bytes: d and scales_h (word 0),
@@ -394,13 +402,10 @@ __device__ __forceinline__ int iq4_sub_dot(const uint32_t (&q)[4], const uint8_t
 struct t32_iq4_xs {
     static constexpr int QK = 256, BYTES = 136, CH = 8, SIDE = 8, TILE = CH * 512 + 32 * SIDE, ACT = 336;
     static constexpr bool SUMS16 = false, PERM = true;
-    static constexpr int BOOK_BYTES = IQ4_HEAD;
+    static constexpr int BOOK_BYTES = LEVELS_HEAD;
     static __device__ __forceinline__ uint4 chunk(const uint8_t *b, int c) { return t32_block_chunk<BYTES>(b, c); }
     static __device__ __forceinline__ uint2 side(const uint8_t *b) { return t32_block_side<BYTES, CH, SIDE>(b); }
-    static __device__ __forceinline__ void prepare() {
-        iq4_head_fill();
-        __syncthreads();
-    }
+    static __device__ __forceinline__ void prepare() { levels_head_prepare(IQ4_T0, IQ4_T2P); }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
         const uint32_t t0 = t32_head_reg(0), t2 = t32_head_reg(1);
         const uint32_t h0 = t32_word(w, 0), h1 = t32_word(w, 1);

@@ -96,11 +96,8 @@ struct t32_q5_1 : t32_legacy_geo<24> {
  * 16 IQ4 levels (iq4_word_dot, gemv_tiled.cuh) */
 struct t32_iq4_nl : t32_legacy_geo<18> {
     static constexpr bool PERM = true; /* the activation copy in iq4_word_dot's order */
-    static constexpr int BOOK_BYTES = IQ4_HEAD;
-    static __device__ __forceinline__ void prepare() {
-        iq4_head_fill();
-        __syncthreads();
-    }
+    static constexpr int BOOK_BYTES = LEVELS_HEAD;
+    static __device__ __forceinline__ void prepare() { levels_head_prepare(IQ4_T0, IQ4_T2P); }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
         const uint32_t t0 = t32_head_reg(0), t2 = t32_head_reg(1);
         float acc = 0.0f;
@@ -117,25 +114,17 @@ struct t32_iq4_nl : t32_legacy_geo<18> {
 /* MXFP4, 17 bytes: the exponent e (the side byte j of block j), 16 bytes of
  * E2M1 codes (fmt_mxfp4, gemv_formats.cuh: levels one lower by two picks,
  * the activation's s added back) */
-#define MXFP4_HEAD (2 * T32_HEAD)
 struct t32_mxfp4 : t32_legacy_geo<17> {
     static constexpr bool PERM = true; /* the activation copy in levels_word_dot's order */
-    static constexpr int BOOK_BYTES = MXFP4_HEAD;
-    static __device__ __forceinline__ void prepare() {
-        t32_head_fill(MXFP4_A0, 0);
-        t32_head_fill(MXFP4_B0, 1);
-        __syncthreads();
-    }
+    static constexpr int BOOK_BYTES = LEVELS_HEAD;
+    static __device__ __forceinline__ void prepare() { levels_head_prepare(MXFP4_A0, MXFP4_B0); }
     static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
         const uint32_t t0 = t32_head_reg(0), t2 = t32_head_reg(1);
         float acc = 0.0f;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
-            const int4 a0 = *(const int4 *)(act + 32 * j), a1 = *(const int4 *)(act + 32 * j + 16);
-            int sumi = mxfp4_word_dot(w.c[j].x, a0.x, a0.y, t0, t2, 0);
-            sumi = mxfp4_word_dot(w.c[j].y, a0.z, a0.w, t0, t2, sumi);
-            sumi = mxfp4_word_dot(w.c[j].z, a1.x, a1.y, t0, t2, sumi);
-            sumi = mxfp4_word_dot(w.c[j].w, a1.z, a1.w, t0, t2, sumi);
+            const uint32_t q[4] = {w.c[j].x, w.c[j].y, w.c[j].z, w.c[j].w};
+            const int sumi = levels_sub_dot<MXFP4_A1, MXFP4_B1>(q, act + 32 * j, t0, t2);
             const float2 sd = *(const float2 *)(act + 256 + 8 * j);
             acc += e8m0_half((w.s[j >> 2] >> (8 * (j & 3))) & 0xFFu) * (sd.x * (float)sumi + sd.y);
         }

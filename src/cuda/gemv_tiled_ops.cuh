@@ -56,25 +56,20 @@ template <class F, int W>
 static bool t32_plan(nib_cuda_weight *w, int g, int kernel, bool glu, nib_error *err) {
     const int smem = t32_smem_bytes<F>((int)w->n_in), rows = (int)w->n_out * (glu ? 2 : 1);
     const int n_groups = CEIL_DIV(rows, g);
-    const bool ks = kernel == T32_SPLIT;
     int a = 0;
     bool ok;
     if (kernel == T32_SEG) { /* a block a group */
         const int ss = t32_seg_smem_bytes<F>((int)w->n_in, g);
         ok = glu ? t32_per_sm(gemv_t32_seg<F, T32_KS_TILES, true>, 32 * T32_KS_TILES, ss, &a, err)
                  : t32_per_sm(gemv_t32_seg<F, T32_KS_TILES, false>, 32 * T32_KS_TILES, ss, &a, err);
-        if (!ok) return false;
-        w->t32_grid = n_groups < w->sms * a ? n_groups : w->sms * a;
-        return true;
-    }
-    if (ks) ok = t32_per_sm(gemv_t32_ks<F, T32_KS_TILES, 4>, 32 * T32_KS_TILES, smem, &a, err);
+    } else if (kernel == T32_SPLIT) ok = t32_per_sm(gemv_t32_ks<F, T32_KS_TILES, 4>, 32 * T32_KS_TILES, smem, &a, err);
     else if (glu) ok = g == 2 ? t32_per_sm(gemv_t32<F, W, 2, true>, 32 * W, smem, &a, err)
                               : t32_per_sm(gemv_t32<F, W, 4, true>, 32 * W, smem, &a, err);
     else ok = g == 1   ? t32_per_sm(gemv_t32<F, W, 1, false>, 32 * W, smem, &a, err)
               : g == 2 ? t32_per_sm(gemv_t32<F, W, 2, false>, 32 * W, smem, &a, err)
                        : t32_per_sm(gemv_t32<F, W, 4, false>, 32 * W, smem, &a, err);
     if (!ok) return false;
-    const int need = ks ? n_groups : CEIL_DIV(n_groups, W), most = w->sms * a;
+    const int need = kernel != T32_WARPS ? n_groups : CEIL_DIV(n_groups, W), most = w->sms * a; /* a group a block, or a warp */
     w->t32_grid = need < most ? need : most; /* 0: no block fits, the file's layout stays */
     return true;
 }
