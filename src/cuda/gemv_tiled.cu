@@ -21,12 +21,14 @@
  * gemv_t32_seg they lost: 8B Q6_K -3.2%, Q4_K_M level, v77); long rows of
  * fewer tiles a group (8192-wide downs: 1) on gemv_t32_seg in groups of 7
  * tiles or more (8 rows: Llama-3.2-1B Q4_K_M +1.8%, v77). Other
- * multiples of 256 whose groups need 8 or 16 rows (Qwen2.5-7B's 3584 and
+ * multiples of 256 whose groups need 8, 16 or 32 rows (Qwen2.5-7B's 3584 and
  * 18944, 5120): every matrix, on gemv_t32_seg (a block a group), a fused
  * Q/K/V as above; Qwen2.5-7B tg128 Q4_K_M 475.9 -> 521.3 t/s, Q4_0 539.0 ->
  * 569.1, IQ4_XS 498.8 -> 536.7, and each role alone in the file's layout
  * lost (LM head -0.8%, output projection -1.0%, gate/up -4.6%, down -3.3%;
- * bench/gpu-decode-notes.md v76). All of them with rows enough to fill the
+ * bench/gpu-decode-notes.md v76). Rows whose groups need 32 (Gemma 3 12B's
+ * 3840, 27B's 5376) the same way: tg128 Q4_K_M 12B 247.3 -> 263.9 t/s, 27B
+ * 132.1 -> 146.9 (v80). All of them with rows enough to fill the
  * device (t32_fills). The other formats' long rows keep the item
  * kernels' split K (which one by the 8B step's speed: gemv_tiled_kq.cu,
  * gemv_tiled_legacy.cu; bench/gpu-decode-notes.md v65-v67). Q4_K and Q6_K,
@@ -89,7 +91,7 @@ static bool t32_shape(const nib_cuda_weight *w, t32_role role, int *g, int *kern
     *kernel = T32_WARPS;
     if (!*g) return false;
     const int t = *g * nb / 32;
-    if (*g > 4) { /* 8- or 16-row groups: every role but a Q/K/V the format keeps apart */
+    if (*g > 4) { /* 8-, 16- or 32-row groups: every role but a Q/K/V the format keeps apart */
         *kernel = T32_SEG;
         return role != T32_QKV || o->qkv;
     }

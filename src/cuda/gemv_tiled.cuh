@@ -25,7 +25,7 @@
  * at a time, G the smallest of 1, 2, 4 with G * (blocks a row) a multiple
  * of 32, so its T = G * nb / 32 tiles hold exactly its rows (a 4096-wide
  * Q4_K row is 16 blocks: G = 2, T = 1; 14336 is 56: G = 4, T = 7; rows that
- * need 8 or 16: a thread block a group, gemv_t32_seg below). Each lane
+ * need 8, 16 or 32: a thread block a group, gemv_t32_seg below). Each lane
  * adds its block's dot into the accumulator of its block's row; after the
  * group's last tile G warp sums give the rows. The next tile's loads are in
  * flight while a lane computes the current one (two register buffers).
@@ -499,10 +499,10 @@ __device__ __forceinline__ void t32_prepare() {
 }
 
 /* rows a warp group takes at a time for nb blocks a row: the smallest G of
- * 1, 2, 4, 8, 16 with G * nb a multiple of 32 (8 and 16: gemv_t32_seg); 0
- * when none (the item kernels serve) */
+ * 1, 2, 4, 8, 16, 32 with G * nb a multiple of 32 (8 and more: gemv_t32_seg);
+ * 0 when none (the item kernels serve) */
 static inline int t32_group_rows(int nb) {
-    for (int g = 1; g <= 16; g *= 2)
+    for (int g = 1; g <= 32; g *= 2)
         if ((g * nb) % 32 == 0) return g;
     return 0;
 }
@@ -714,9 +714,10 @@ gemv_t32_ks(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int
     }
 }
 
-/* Rows whose blocks fill whole tiles only in groups of 8 or 16 (rows of 3584
- * elements: 14 blocks, 16 rows a group of 7 tiles; 18944: 74 blocks, 37
- * tiles; 5120: 20 blocks, 8 rows, 5 tiles). A block takes a group at a time,
+/* Rows whose blocks fill whole tiles only in groups of 8, 16 or 32 (rows of
+ * 3584 elements: 14 blocks, 16 rows a group of 7 tiles; 18944: 74 blocks, 37
+ * tiles; 5120: 20 blocks, 8 rows, 5 tiles; Gemma 3 12B's 3840: 15 blocks,
+ * 32 rows, 15 tiles; 27B's 5376: 21 blocks, 32 rows, 21 tiles). A block takes a group at a time,
  * its warps the group's tiles (tile j to warp j % WARPS), and every lane's
  * block dot goes to shared memory at its place in the group (seg: the
  * group's G * nb blocks in order, two groups' worth, alternating); after the

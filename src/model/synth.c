@@ -56,6 +56,8 @@ static const nib_synth_shape shapes[] = {
     {"llama3.2-1b",    "llama", 128256, 2048, 16, 32,  8,  64, 8192,  131072, 500000.0f, 1e-5f, true,  false, 0},
     {"qwen2.5-7b",     "qwen2", 152064, 3584, 28, 28,  4,  128, 18944, 32768, 1000000.0f, 1e-6f, false, true, 0},
     {"llama3-8b",      "llama", 128256, 4096, 32, 32,  8,  128, 14336, 8192,  500000.0f, 1e-5f, false, false, 0},
+    {"gemma3-12b",     "gemma3", 262144, 3840, 48, 16, 8,  256, 15360, 131072, 1000000.0f, 1e-6f, true, false, 1024},
+    {"gemma3-27b",     "gemma3", 262144, 5376, 62, 32, 16, 128, 21504, 131072, 1000000.0f, 1e-6f, true, false, 1024},
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 

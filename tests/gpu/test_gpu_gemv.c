@@ -279,9 +279,13 @@ static void test_tiled(void) {
         check_case(types[i], 3584, 8195, true);
         check_case(types[i], 18944, 2115, true);
         check_case(types[i], 5120, 2203, true); /* 20 blocks: 8-row groups of 5 tiles */
+        /* 15 and 21 blocks (Gemma 3 12B, 27B): 32-row groups of 15 and 21 tiles, the last group partial */
+        check_case(types[i], 3840, 8195, true);
+        check_case(types[i], 5376, 4229, true);
         tiled_paths(types[i], 4096, 8199);
         tiled_paths(types[i], 2048, 8197);
         tiled_paths(types[i], 3584, 8199);
+        tiled_paths(types[i], 3840, 8199);
     }
 }
 
