@@ -11,5 +11,7 @@ nib_status nib_arch_qwen3_hparams(nib_loader *ld, nib_hparams *hp);
 nib_status nib_arch_qwen3_bind(nib_loader *ld, nib_model *m, int il, nib_layer *l);
 nib_status nib_arch_gemma3_hparams(nib_loader *ld, nib_hparams *hp);
 nib_status nib_arch_gemma3_bind(nib_loader *ld, nib_model *m, int il, nib_layer *l);
+/* the attention scale nib_arch_gemma3_hparams sets (it depends on the model size) */
+float nib_gemma3_attn_scale(const nib_hparams *hp);
 
 #endif

@@ -12,11 +12,22 @@
 /* Gemma 3's local layers use this RoPE base whatever the file says for the global ones. */
 #define GEMMA3_LOCAL_ROPE_BASE 10000.0f
 #define GEMMA3_DEFAULT_PATTERN 6  /* every 6th layer is global */
+#define GEMMA3_27B_LAYERS 62
+
+/* Gemma 3 27B scales q.k by 1/sqrt(n_embd / n_head) = 1/sqrt(168) (its
+ * query_pre_attn_scalar), not by 1/sqrt(head_dim) = 1/sqrt(128) as the
+ * other sizes do. The GGUF has no key for it; llama.cpp tells the 27B by its
+ * 62 layers (and divides as integers), and so does nib. */
+float nib_gemma3_attn_scale(const nib_hparams *hp) {
+    if (hp->n_layer == GEMMA3_27B_LAYERS) return 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
+    return 1.0f / sqrtf((float)hp->head_dim_k);
+}
 
 nib_status nib_arch_gemma3_hparams(nib_loader *ld, nib_hparams *hp) {
     hp->rope_kind = NIB_ROPE_NEOX;
     hp->ffn_act = NIB_FFN_GELU_TANH;
     hp->embd_scale = sqrtf((float)hp->n_embd);
+    hp->attn_scale = nib_gemma3_attn_scale(hp);
     return nib_ld_f32_or(ld, "final_logit_softcapping", 0.0f, &hp->logit_softcap);
 }
 
