@@ -1008,11 +1008,11 @@ static void test_repack_legacy_layout(void) {
     }
 }
 
-/* The 16-level formats packed in Q4_0x8's nibble order (repack.h): IQ4_NL
- * with block_q4_0x8's fp16 d[r], MXFP4 with block_mxfp4x8's exponents e[r];
- * each element decoded as the header describes, against the reference
- * dequantizer, bit for bit. n <= 512. */
-static void check_x8_levels_layout(nib_type t, int64_t n) {
+/* The 16-level formats packed in Q4_0x8's nibble order (repack.h), pairs
+ * (AVX-512) or quads (AVX2): IQ4_NL with block_q4_0x8's fp16 d[r], MXFP4
+ * with block_mxfp4x8's exponents e[r]; each element decoded as the header
+ * describes, against the reference dequantizer, bit for bit. n <= 512. */
+static void check_x8_levels_layout(nib_type t, int64_t n, q4_Kx8_order order) {
     const bool mx = t == NIB_TYPE_MXFP4;
     const size_t gb = mx ? sizeof(block_mxfp4x8) : sizeof(block_q4_0x8), hdr = mx ? 8 : 16; /* header, then qs[2][64] */
     const int8_t *levels = mx ? nib_mxfp4_levels : nib_iq4_levels;
@@ -1021,7 +1021,7 @@ static void check_x8_levels_layout(nib_type t, int64_t n) {
     float ref[512], got[512];
     for (int r = 0; r < 8; r++) random_blocks(t, W + r * rb, n);
     memset(P, 0x5A, gb * (size_t)(n / 32));
-    for (int64_t i = 0; i < n / 32; i++) cpu_pack_legacy_x8(t, W, rb, i, Q4_KX8_PAIRS, P + (size_t)i * gb);
+    for (int64_t i = 0; i < n / 32; i++) cpu_pack_legacy_x8(t, W, rb, i, order, P + (size_t)i * gb);
     int bad = 0;
     for (int r = 0; r < 8; r++) {
         tr(t)->dequantize(W + r * rb, ref, n);
@@ -1032,14 +1032,16 @@ static void check_x8_levels_layout(nib_type t, int64_t n) {
             memcpy(&d, b + 2 * r, 2);
             const float scale = mx ? nib_mxfp4_half_scale(b[r]) : nib_fp16_to_f32(d);
             for (int e = 0; e < 32; e++) {
-                const int j = e % 16;
-                const uint8_t byte = qs[64 * (j / 8) + 8 * r + j % 8];
+                const int j = e % 16; /* the file's qs byte */
+                const uint8_t byte = order == Q4_KX8_PAIRS ? qs[64 * (j / 8) + 8 * r + j % 8]
+                                                           : qs[32 * (j / 4) + 4 * r + j % 4];
                 got[32 * i + e] = scale * (float)levels[e < 16 ? byte & 15 : byte >> 4];
             }
         }
         bad += memcmp(got, ref, sizeof(float) * (size_t)n) != 0;
     }
-    CHECK(bad == 0, "%s x8: %d of 8 rows decode differently from the file layout", tr(t)->name, bad);
+    CHECK(bad == 0, "%s x8 (%s): %d of 8 rows decode differently from the file layout", tr(t)->name,
+          order == Q4_KX8_PAIRS ? "pairs" : "quads", bad);
     free(W), free(P);
 }
 
@@ -1050,8 +1052,10 @@ static void test_repack_iq4_layout(void) {
     rng_seed(709);
     const int64_t n = 512;
     float ref[512], got[512];
-    check_x8_levels_layout(NIB_TYPE_IQ4_NL, n);
-    check_x8_levels_layout(NIB_TYPE_MXFP4, n);
+    for (int o = Q4_KX8_QUADS; o <= Q4_KX8_PAIRS; o++) {
+        check_x8_levels_layout(NIB_TYPE_IQ4_NL, n, (q4_Kx8_order)o);
+        check_x8_levels_layout(NIB_TYPE_MXFP4, n, (q4_Kx8_order)o);
+    }
     {
         const size_t rb = row_bytes(NIB_TYPE_IQ4_XS, n);
         uint8_t *W = malloc(rb * 8);

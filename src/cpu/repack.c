@@ -168,11 +168,14 @@ void cpu_pack_legacy_x8(nib_type t, const uint8_t *w, size_t w_stride, int64_t i
                 for (int k = 0; k < 8; k++) memcpy(&o->qs[0][0] + 32 * k + 4 * r, b->qs + 4 * k, 4);
             continue;
         }
-        case NIB_TYPE_MXFP4: { /* PAIRS only */
+        case NIB_TYPE_MXFP4: {
             const block_mxfp4 *b = (const block_mxfp4 *)row + i;
             block_mxfp4x8 *o = dst;
             o->e[r] = b->e;
-            memcpy(&o->qs[0][8 * r], b->qs, 8), memcpy(&o->qs[1][8 * r], b->qs + 8, 8);
+            if (order == Q4_KX8_PAIRS)
+                memcpy(&o->qs[0][8 * r], b->qs, 8), memcpy(&o->qs[1][8 * r], b->qs + 8, 8);
+            else /* quads, as Q4_0's below */
+                for (int k = 0; k < 4; k++) memcpy(&o->qs[0][0] + 32 * k + 4 * r, b->qs + 4 * k, 4);
             continue;
         }
         case NIB_TYPE_Q5_1: {
@@ -260,6 +263,8 @@ PACKER(pack_q5_1x8, NIB_TYPE_Q5_1, Q4_KX8_PAIRS)
 PACKER(pack_iq4_nlx8, NIB_TYPE_IQ4_NL, Q4_KX8_PAIRS)
 PACKER(pack_mxfp4x8, NIB_TYPE_MXFP4, Q4_KX8_PAIRS)
 PACKER(pack_q4_0x8_quads, NIB_TYPE_Q4_0, Q4_KX8_QUADS)
+PACKER(pack_iq4_nlx8_quads, NIB_TYPE_IQ4_NL, Q4_KX8_QUADS)
+PACKER(pack_mxfp4x8_quads, NIB_TYPE_MXFP4, Q4_KX8_QUADS)
 PACKER(pack_q8_0x8_quads, NIB_TYPE_Q8_0, Q4_KX8_QUADS)
 PACKER(pack_q5_0x8_quads, NIB_TYPE_Q5_0, Q4_KX8_QUADS)
 PACKER(pack_q4_1x8_quads, NIB_TYPE_Q4_1, Q4_KX8_QUADS)
@@ -331,6 +336,10 @@ static const cpu_packed pack_rows[] = {
      cpu_dot_iq4_nlx8_q8_0s_avx512, cpu_quantize_q8_0s, sizeof(block_q8_0s), 32, 1},
     {NIB_TYPE_MXFP4, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, 32, sizeof(block_mxfp4x8), pack_mxfp4x8,
      cpu_dot_mxfp4x8_q8_0s_avx512, cpu_quantize_q8_0s, sizeof(block_q8_0s), 32, 1},
+    {NIB_TYPE_IQ4_NL, NIB_SIMD_AVX2, Q4_KX8_ROWS, 32, sizeof(block_q4_0x8), pack_iq4_nlx8_quads,
+     cpu_dot_iq4_nlx8_q8_0_avx2, NULL, 0, 0, 1},
+    {NIB_TYPE_MXFP4, NIB_SIMD_AVX2, Q4_KX8_ROWS, 32, sizeof(block_mxfp4x8), pack_mxfp4x8_quads,
+     cpu_dot_mxfp4x8_q8_0_avx2, NULL, 0, 0, 1},
     {NIB_TYPE_IQ4_XS, NIB_SIMD_AVX512_VNNI, Q4_KX8_ROWS, QK_K, sizeof(block_iq4_xsx8), pack_iq4_xsx8,
      cpu_dot_iq4_xsx8_q8_K_avx512, NULL, 0, 0, 1},
 };

@@ -152,12 +152,12 @@ NIB_STATIC_ASSERT(sizeof(block_q5_0x8) == 8 * sizeof(block_q5_0), "block_q5_0x8 
 NIB_STATIC_ASSERT(sizeof(block_q4_1x8) == 8 * sizeof(block_q4_1), "block_q4_1x8 size");
 NIB_STATIC_ASSERT(sizeof(block_q5_1x8) == 8 * sizeof(block_q5_1), "block_q5_1x8 size");
 
-/* IQ4_NL (PAIRS only) is packed as Q4_0: its block is Q4_0's bytes (d, 16
- * bytes of nibbles in the same element order), the nibbles indexing the 16
- * IQ4 levels instead of standing for q - 8. */
+/* IQ4_NL is packed as Q4_0 (pairs for AVX-512, quads for AVX2): its block is
+ * Q4_0's bytes (d, 16 bytes of nibbles in the same element order), the
+ * nibbles indexing the 16 IQ4 levels instead of standing for q - 8. */
 
-/* MXFP4 (PAIRS only): the 8 rows' E8M0 exponents e[r], then the nibbles as
- * Q4_0x8's qs, indexing MXFP4's 16 levels (x = 2^(e - 128) * level[q]). */
+/* MXFP4: the 8 rows' E8M0 exponents e[r], then the nibbles as Q4_0x8's qs
+ * (pairs or quads), indexing MXFP4's 16 levels (x = 2^(e - 128) * level[q]). */
 typedef struct { uint8_t e[Q4_KX8_ROWS]; uint8_t qs[2][8 * Q4_KX8_ROWS]; } block_mxfp4x8;
 NIB_STATIC_ASSERT(sizeof(block_mxfp4x8) == 8 * sizeof(block_mxfp4), "block_mxfp4x8 size");
 
