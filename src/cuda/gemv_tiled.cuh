@@ -716,17 +716,17 @@ gemv_t32_ks(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int
 
 /* Rows whose blocks fill whole tiles only in groups of 8, 16 or 32 (rows of
  * 3584 elements: 14 blocks, 16 rows a group of 7 tiles; 18944: 74 blocks, 37
- * tiles; 5120: 20 blocks, 8 rows, 5 tiles; Gemma 3 12B's 3840: 15 blocks,
- * 32 rows, 15 tiles; 27B's 5376: 21 blocks, 32 rows, 21 tiles). A block
- * takes a group at a time, its warps the group's tiles (tile j to warp j %
- * WARPS), and every lane's block dot goes to shared memory at its place in
- * the group (seg: the group's G * nb blocks in order, two groups' worth,
- * alternating); after the block's barrier, warp w sums rows w, w + WARPS, ... (a row's nb dots, a
- * lane each, then one warp sum), the gate/up pair's rows together (GLU). So
- * a group costs one barrier and G / WARPS warp sums a warp, where G
- * accumulators and G warp sums a warp, per tile, had lost (v74). G and T
- * are the launch's (no instance per G). Shared memory:
- * t32_seg_smem_bytes<F>(n_in, G). best: as gemv_t32. */
+ * tiles; 5120: 20 blocks, 8 rows, 5 tiles; Gemma 3 12B's 3840: 15 blocks, 32
+ * rows, 15 tiles; 27B's 5376: 21 blocks, 32 rows, 21 tiles). A block takes a
+ * group at a time, its warps the group's tiles (tile j to warp j % WARPS), and
+ * every lane's block dot goes to shared memory at its place in the group (seg:
+ * the group's G * nb blocks in order, two groups' worth, alternating); after
+ * the block's barrier, warp w sums rows w, w + WARPS, ... (a row's nb dots, a
+ * lane each, then one warp sum), the gate/up pair's rows together (GLU). So a
+ * group costs one barrier and G / WARPS warp sums a warp, where G accumulators
+ * and G warp sums a warp, per tile, had lost (v74). G and T are the launch's
+ * (no instance per G). Shared memory: t32_seg_smem_bytes<F>(n_in, G). best: as
+ * gemv_t32. */
 template <class F>
 constexpr int t32_seg_smem_bytes(int n_in, int g) {
     return t32_smem_bytes<F>(n_in) + 2 * (g * (n_in / F::QK)) * (int)sizeof(float);
