@@ -277,8 +277,29 @@ PACKED_ENTRY_F(cpu_dot_q5_1x8_q8_1_avx2, legacy_x8_dot, LX_Q5_1)
  * at most 2 * 128 * 127 = 32,512, widened by a madd with ones before the
  * next: the activation codes are at most 127 in magnitude (Q8_0's rounding
  * of x / (amax / 127)), so the sign flip never meets -128. */
-static ALWAYS_INLINE void q8_0x8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride, float *out) {
+/* One block of 8 rows' signed codes w (register k: codes 4k..4k+3 of every
+ * row; aw = |w|, dw the rows' scales) against the nt tokens' block i of Q8_0,
+ * into acc. */
+static ALWAYS_INLINE void signed_x8_tokens(const __m256i w[8], const __m256i aw[8], __m256 dw, int nt, const void *a,
+                                           size_t a_stride, int64_t i, __m256 *acc) {
     const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) {
+        const block_q8_0 *y = (const block_q8_0 *)((const uint8_t *)a + (size_t)t * a_stride) + i;
+        int32_t yq[8];
+        memcpy(yq, y->qs, sizeof yq);
+        __m256i sum = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            const __m256i s = _mm256_maddubs_epi16(aw[k], _mm256_sign_epi8(_mm256_set1_epi32(yq[k]), w[k]));
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(s, ones));
+        }
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(simd_fp16_to_f32(y->d))), _mm256_cvtepi32_ps(sum),
+                                 acc[t]);
+    }
+}
+
+static ALWAYS_INLINE void q8_0x8_dot(int nt, int64_t n, const void *p, const void *a, size_t a_stride, float *out) {
     __m256 acc[NT_MAX];
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
@@ -291,20 +312,7 @@ static ALWAYS_INLINE void q8_0x8_dot(int nt, int64_t n, const void *p, const voi
             aw[k] = _mm256_abs_epi8(w[k]);
         }
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x->d));
-#pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) {
-            const block_q8_0 *y = (const block_q8_0 *)((const uint8_t *)a + (size_t)t * a_stride) + i;
-            int32_t yq[8];
-            memcpy(yq, y->qs, sizeof yq);
-            __m256i sum = _mm256_setzero_si256();
-#pragma GCC unroll 8
-            for (int k = 0; k < 8; k++) {
-                const __m256i s = _mm256_maddubs_epi16(aw[k], _mm256_sign_epi8(_mm256_set1_epi32(yq[k]), w[k]));
-                sum = _mm256_add_epi32(sum, _mm256_madd_epi16(s, ones));
-            }
-            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(simd_fp16_to_f32(y->d))), _mm256_cvtepi32_ps(sum),
-                                     acc[t]);
-        }
+        signed_x8_tokens(w, aw, dw, nt, a, a_stride, i, acc);
     }
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, acc[t]);
@@ -320,22 +328,12 @@ PACKED_ENTRY(cpu_dot_q8_0x8_q8_0_avx2, q8_0x8_dot)
  * int16 pair at most 2 * 127 * 127 (IQ4 levels reach -127; MXFP4's 12),
  * widened by a madd with ones before the next. No offset to take off: the
  * sums are exact in int32. MXFP4's scale 2^(e - 128) comes from its
- * exponent byte (nib_mxfp4_half_scale, bit for bit). */
+ * exponent byte (simd_mxfp4_half_scales). */
 typedef enum { LV_IQ4_NL, LV_MXFP4 } lv_fmt;
-
-static ALWAYS_INLINE __m256 mxfp4_half_scales(const uint8_t *e8) {
-    uint64_t e64;
-    memcpy(&e64, e8, 8);
-    const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)e64));
-    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e); /* e = 0, 1: subnormal */
-    const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
-    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, small));
-}
 
 static ALWAYS_INLINE void levels_x8_dot(lv_fmt f, int nt, int64_t n, const void *p, const void *a, size_t a_stride,
                                         float *out) {
-    const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i levels = _mm256_broadcastsi128_si256(
         _mm_loadu_si128((const __m128i *)(f == LV_MXFP4 ? nib_mxfp4_levels : nib_iq4_levels)));
     const size_t bb = f == LV_MXFP4 ? sizeof(block_mxfp4x8) : sizeof(block_q4_0x8);
@@ -354,21 +352,8 @@ static ALWAYS_INLINE void levels_x8_dot(lv_fmt f, int nt, int64_t n, const void 
         }
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) aw[k] = _mm256_abs_epi8(w[k]);
-        const __m256 dw = f == LV_MXFP4 ? mxfp4_half_scales(x) : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x));
-#pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) {
-            const block_q8_0 *y = (const block_q8_0 *)((const uint8_t *)a + (size_t)t * a_stride) + i;
-            int32_t yq[8];
-            memcpy(yq, y->qs, sizeof yq);
-            __m256i sum = _mm256_setzero_si256();
-#pragma GCC unroll 8
-            for (int k = 0; k < 8; k++) {
-                const __m256i s = _mm256_maddubs_epi16(aw[k], _mm256_sign_epi8(_mm256_set1_epi32(yq[k]), w[k]));
-                sum = _mm256_add_epi32(sum, _mm256_madd_epi16(s, ones));
-            }
-            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(simd_fp16_to_f32(y->d))), _mm256_cvtepi32_ps(sum),
-                                     acc[t]);
-        }
+        const __m256 dw = f == LV_MXFP4 ? simd_mxfp4_half_scales(x) : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x));
+        signed_x8_tokens(w, aw, dw, nt, a, a_stride, i, acc);
     }
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + Q4_KX8_ROWS * t, acc[t]);

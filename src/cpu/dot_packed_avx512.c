@@ -250,17 +250,6 @@ static ALWAYS_INLINE __m512i levels_u(const int8_t *levels) {
     return _mm512_broadcast_i32x4(_mm_xor_si128(lv, _mm_set1_epi8((char)0x80)));
 }
 
-/* The 8 rows' MXFP4 scales 2^(e - 128) (nib_mxfp4_half_scale, bit for bit) */
-static ALWAYS_INLINE __m256 mxfp4_half_scales(const uint8_t *e8) {
-    uint64_t e64;
-    memcpy(&e64, e8, 8);
-    const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)e64));
-    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e); /* e = 0, 1: subnormal */
-    const __mmask8 small = _mm256_cmplt_epu32_mask(e, _mm256_set1_epi32(2));
-    return _mm256_castsi256_ps(_mm256_mask_blend_epi32(small, normal, sub));
-}
-
 /* A row's two lanes (2r, 2r + 1) added in lane 2r, lane 2r + 1 zeroed: where
  * the lanes hold parts of an offset that cancel only in their sum (each
  * takes 64 * sum(y) of elements it does not hold), they meet exactly in
@@ -308,7 +297,7 @@ static ALWAYS_INLINE void legacy_x8_dot(lx_fmt f, int nt, int64_t n, const void 
             if (table)
                 q[r][0] = _mm512_shuffle_epi8(levels, q[r][0]), q[r][1] = _mm512_shuffle_epi8(levels, q[r][1]);
         }
-        const __m256 d8 = f == LX_MXFP4 ? mxfp4_half_scales(x) : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x));
+        const __m256 d8 = f == LX_MXFP4 ? simd_mxfp4_half_scales(x) : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x));
         const __m512 dw = _mm512_permutexvar_ps(row_of_lane, _mm512_castps256_ps512(d8));
         __m512 mw = _mm512_setzero_ps();
         if (has_min)

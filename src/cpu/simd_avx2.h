@@ -79,4 +79,16 @@ static inline __m256i simd_dot_s8_s8(__m256i x, __m256i y) {
     return simd_dot_u8_s8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
 }
 
+/* 8 MXFP4 blocks' scales 2^(e - 128) from their exponent bytes e8[0..7],
+ * nib_mxfp4_half_scale's bits (e = 0, 1: the subnormals). */
+static inline __m256 simd_mxfp4_half_scales(const uint8_t *e8) {
+    uint64_t e64;
+    memcpy(&e64, e8, 8);
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)e64));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, small));
+}
+
 #endif
