@@ -59,6 +59,7 @@ struct nib_cuda_weight {
     int t32_pair;            /* a gate/up pair tiled as one matrix of interleaved rows: 1 the gate (its dev
                                 owns the allocation), 2 the up (dev the same allocation); 0 not a pair */
     int t32_grid;            /* the tiled kernel's persistent grid */
+    int t32_warps;           /* the tiled kernel's warps a block */
     int t32_tile;            /* bytes a tile of 32 blocks (the format's tiled form, gemv_tiled.cuh) */
 };
 

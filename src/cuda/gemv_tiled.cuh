@@ -724,22 +724,23 @@ gemv_t32_ks(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int
  * the block's barrier, warp w sums rows w, w + WARPS, ... (a row's nb dots, a
  * lane each, then one warp sum), the gate/up pair's rows together (GLU). So a
  * group costs one barrier and G / WARPS warp sums a warp, where G accumulators
- * and G warp sums a warp, per tile, had lost (v74). G and T are the launch's
- * (no instance per G). Shared memory: t32_seg_smem_bytes<F>(n_in, G). best: as
- * gemv_t32. */
+ * and G warp sums a warp, per tile, had lost (v74). G, T and WARPS (the
+ * block's warps, up to MAX_WARPS: t32_seg_warps picks them from T) are the
+ * launch's, so there is no instance per G or per warp count. Shared memory:
+ * t32_seg_smem_bytes<F>(n_in, G). best: as gemv_t32. */
 template <class F>
 constexpr int t32_seg_smem_bytes(int n_in, int g) {
     return t32_smem_bytes<F>(n_in) + 2 * (g * (n_in / F::QK)) * (int)sizeof(float);
 }
-template <class F, int WARPS, bool GLU>
-__global__ void __launch_bounds__(WARPS * 32)
+template <class F, int MAX_WARPS, bool GLU>
+__global__ void __launch_bounds__(MAX_WARPS * 32)
 gemv_t32_seg(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_in, int n_out, int add, int act,
              int G, unsigned long long *best) {
     uint8_t *const t32_act = t32_act_smem<F>();
     const int nb = n_in / F::QK, T = G * nb / 32;
     float *const seg = (float *)(t32_act + nb * F::ACT); /* F::ACT is a multiple of 16 */
     pdl_launch_dependents();
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, WARPS = (int)blockDim.x >> 5; /* t32_seg_warps */
     const int n_groups = (n_out + G - 1) / G;
     const int count = (int)blockIdx.x < n_groups ? (n_groups - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
     const int per = warp < T ? (T - 1 - warp) / WARPS + 1 : 0; /* tiles a group this warp takes */
