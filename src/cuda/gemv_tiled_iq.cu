@@ -15,12 +15,12 @@
 #include "cuda/gemv_tiled_iq.cuh"
 #include "cuda/gemv_tiled_ops.cuh"
 
-T32_OPS(t32_ops_iq2_xxs, NIB_TYPE_IQ2_XXS, t32_iq2_xxs, 8, true, true, true)
-T32_OPS(t32_ops_iq2_xs, NIB_TYPE_IQ2_XS, t32_iq2_xs, 8, true, true, false)
-T32_OPS(t32_ops_iq2_s, NIB_TYPE_IQ2_S, t32_iq2_s, 8, true, false, true)
-T32_OPS(t32_ops_iq3_xxs, NIB_TYPE_IQ3_XXS, t32_iq3_xxs, 8, true, false, false)
-T32_OPS(t32_ops_iq3_s, NIB_TYPE_IQ3_S, t32_iq3_s, 8, true, true, false)
-T32_OPS(t32_ops_iq1_s, NIB_TYPE_IQ1_S, t32_iq1_s, 8, true, true, true)
-T32_OPS(t32_ops_iq1_m, NIB_TYPE_IQ1_M, t32_iq1_m, 8, true, true, false)
-T32_OPS(t32_ops_tq2_0, NIB_TYPE_TQ2_0, t32_tq2_0, 8, true, true, false)
-T32_OPS(t32_ops_tq1_0, NIB_TYPE_TQ1_0, t32_tq1_0, 8, true, true, false)
+T32_OPS(t32_ops_iq2_xxs, NIB_TYPE_IQ2_XXS, t32_iq2_xxs, 8, T32_SEG_WARPS, true, true, true)
+T32_OPS(t32_ops_iq2_xs, NIB_TYPE_IQ2_XS, t32_iq2_xs, 8, T32_SEG_WARPS, true, true, false)
+T32_OPS(t32_ops_iq2_s, NIB_TYPE_IQ2_S, t32_iq2_s, 8, T32_SEG_WARPS, true, false, true)
+T32_OPS(t32_ops_iq3_xxs, NIB_TYPE_IQ3_XXS, t32_iq3_xxs, 8, T32_SEG_WARPS, true, false, false)
+T32_OPS(t32_ops_iq3_s, NIB_TYPE_IQ3_S, t32_iq3_s, 8, T32_SEG_WARPS, true, true, false)
+T32_OPS(t32_ops_iq1_s, NIB_TYPE_IQ1_S, t32_iq1_s, 8, T32_SEG_WARPS, true, true, true)
+T32_OPS(t32_ops_iq1_m, NIB_TYPE_IQ1_M, t32_iq1_m, 8, T32_SEG_WARPS, true, true, false)
+T32_OPS(t32_ops_tq2_0, NIB_TYPE_TQ2_0, t32_tq2_0, 8, T32_SEG_WARPS, true, true, false)
+T32_OPS(t32_ops_tq1_0, NIB_TYPE_TQ1_0, t32_tq1_0, 8, T32_SEG_WARPS, true, true, false)

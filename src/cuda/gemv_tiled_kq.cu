@@ -14,10 +14,10 @@
  * keep the item kernels there. */
 #include "cuda/gemv_tiled_ops.cuh"
 
-T32_OPS(t32_ops_q4_0, NIB_TYPE_Q4_0, t32_q4_0, 8, false, false, true)
-T32_OPS(t32_ops_q4_K, NIB_TYPE_Q4_K, t32_q4_K, 8, false, true, true)
-T32_OPS(t32_ops_q5_K, NIB_TYPE_Q5_K, t32_q5_K, 8, true, true, false)
-T32_OPS(t32_ops_q6_K, NIB_TYPE_Q6_K, t32_q6_K, 4, true, true, false)
-T32_OPS(t32_ops_q3_K, NIB_TYPE_Q3_K, t32_q3_K, 8, true, true, false)
-T32_OPS(t32_ops_q2_K, NIB_TYPE_Q2_K, t32_q2_K, 8, true, true, false)
-T32_OPS(t32_ops_iq4_xs, NIB_TYPE_IQ4_XS, t32_iq4_xs, 8, false, true, false)
+T32_OPS(t32_ops_q4_0, NIB_TYPE_Q4_0, t32_q4_0, 8, T32_SEG_WARPS, false, false, true)
+T32_OPS(t32_ops_q4_K, NIB_TYPE_Q4_K, t32_q4_K, 8, T32_SEG_WARPS, false, true, true)
+T32_OPS(t32_ops_q5_K, NIB_TYPE_Q5_K, t32_q5_K, 8, T32_SEG_WARPS, true, true, false)
+T32_OPS(t32_ops_q6_K, NIB_TYPE_Q6_K, t32_q6_K, 4, T32_SEG_WARPS_WIDE, true, true, false)
+T32_OPS(t32_ops_q3_K, NIB_TYPE_Q3_K, t32_q3_K, 8, T32_SEG_WARPS, true, true, false)
+T32_OPS(t32_ops_q2_K, NIB_TYPE_Q2_K, t32_q2_K, 8, T32_SEG_WARPS, true, true, false)
+T32_OPS(t32_ops_iq4_xs, NIB_TYPE_IQ4_XS, t32_iq4_xs, 8, T32_SEG_WARPS, false, true, false)

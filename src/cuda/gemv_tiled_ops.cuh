@@ -10,11 +10,15 @@
 
 #define T32_KS_TILES 7 /* the split kernel's warps: one a tile of a 4-row group of 14336-wide rows */
 
-/* gemv_t32_seg's warps a block at most. Its __launch_bounds__ are this many
- * threads, and ptxas sizes the registers by them: at 12 warps (384 threads)
- * Q4_K's GLU instance took 140 registers where at 8 it takes 127, and two
- * 8-warp blocks no longer fit a multiprocessor. */
-#define T32_SEG_MAX_WARPS 8
+/* gemv_t32_seg's warps a block at most, a column of the format's row
+ * (T32_OPS): its __launch_bounds__ are this many threads, and ptxas sizes
+ * the registers by them. At 12 warps (384 threads) Q4_K's GLU instance took
+ * 140 registers where at 8 it takes 127, and two 8-warp blocks no longer fit
+ * a multiprocessor. Q6_K's instances take more than 128 at 8 already (156
+ * and 166: one block a multiprocessor) and 159 and 163 at 12, so Q6_K alone
+ * takes 12 (Q5_K's GLU instance would go from 128 to 159). */
+#define T32_SEG_WARPS 8
+#define T32_SEG_WARPS_WIDE 12
 
 /* nib_cuda_weight.t32_kernel: which tiled kernel reads the matrix */
 enum { T32_WARPS = 0, T32_SPLIT = 1, T32_SEG = 2 };
@@ -61,25 +65,26 @@ static bool t32_per_sm(K kernel, int threads, int smem, int *per_sm, nib_error *
 /* gemv_t32_seg's warps a block (*nw) for g-row groups of w's rows, and its
  * blocks a multiprocessor (*per_sm). A group's T tiles go to the warps in
  * rounds (tile j to warp j % nw), so a group takes ceil(T / nw) tile times,
- * and a multiprocessor holds per_sm groups at once: of 7 to
- * T32_SEG_MAX_WARPS warps, the count that gives the most groups a
- * multiprocessor a tile time, per_sm / ceil(T / nw), the fewest warps on a
- * tie. So 8 warps where that takes fewer rounds at the same blocks a
- * multiprocessor: 8 tiles (Llama-3.2-1B's 8192-wide downs) in 1 round, not
- * 2; 15 (Gemma 3 12B's 3840-wide rows) in 2, not 3; 37 (Qwen2.5-7B's
- * 18944-wide downs) in 5, not 6. tg128 Q4_K_M, one binary, 7 warps
- * everywhere -> 8 where that takes fewer rounds: Gemma 3 12B 262.4 -> 282.0
- * t/s, Llama-3.2-1B 1,704 -> 1,762, Qwen2.5-7B 523 -> 537
- * (bench/gpu-decode-notes.md v84). */
-template <class F>
+ * and a multiprocessor holds per_sm groups at once. Of 7 to SW warps, the
+ * count with the most groups a multiprocessor a tile time, per_sm /
+ * ceil(T / nw); the fewest warps on a tie. So 8 warps where that takes
+ * fewer rounds at the same blocks a multiprocessor: 8 tiles (Llama-3.2-1B's
+ * 8192-wide downs) in 1 round, not 2; 15 (Gemma 3 12B's 3840-wide rows) in
+ * 2, not 3; 37 (Qwen2.5-7B's 18944-wide downs) in 5, not 6. tg128 Q4_K_M,
+ * one binary, 7 warps everywhere -> this rule up to 8: Gemma 3 12B 262.4 ->
+ * 282.0 t/s, Llama-3.2-1B 1,704 -> 1,762, Qwen2.5-7B 523 -> 537
+ * (bench/gpu-decode-notes.md v84). Q6_K up to 12: Gemma 3 27B's 21-tile
+ * groups on 11 warps, 146.6 -> 148.1; Qwen2.5-7B's Q6_K downs on 10,
+ * level (v85). */
+template <class F, int SW>
 static bool t32_seg_warps(const nib_cuda_weight *w, int g, bool glu, int *nw, int *per_sm, nib_error *err) {
     const int ss = t32_seg_smem_bytes<F>((int)w->n_in, g), t = g * (int)(w->n_in / F::QK) / 32;
     *nw = 0, *per_sm = 0;
     int best_rounds = 1;
-    for (int n = T32_KS_TILES; n <= T32_SEG_MAX_WARPS; n++) {
+    for (int n = T32_KS_TILES; n <= SW; n++) {
         int a = 0;
-        const bool ok = glu ? t32_per_sm(gemv_t32_seg<F, T32_SEG_MAX_WARPS, true>, 32 * n, ss, &a, err)
-                            : t32_per_sm(gemv_t32_seg<F, T32_SEG_MAX_WARPS, false>, 32 * n, ss, &a, err);
+        const bool ok = glu ? t32_per_sm(gemv_t32_seg<F, SW, true>, 32 * n, ss, &a, err)
+                            : t32_per_sm(gemv_t32_seg<F, SW, false>, 32 * n, ss, &a, err);
         if (!ok) return false;
         const int rounds = (t + n - 1) / n;
         if (*nw == 0 || a * best_rounds > *per_sm * rounds) *nw = n, *per_sm = a, best_rounds = rounds;
@@ -87,7 +92,7 @@ static bool t32_seg_warps(const nib_cuda_weight *w, int g, bool glu, int *nw, in
     return true;
 }
 
-template <class F, int W>
+template <class F, int W, int SW>
 static bool t32_plan(nib_cuda_weight *w, int g, int kernel, bool glu, nib_error *err) {
     const int smem = t32_smem_bytes<F>((int)w->n_in), rows = (int)w->n_out * (glu ? 2 : 1);
     const int n_groups = CEIL_DIV(rows, g);
@@ -95,7 +100,7 @@ static bool t32_plan(nib_cuda_weight *w, int g, int kernel, bool glu, nib_error 
     bool ok;
     int nw = kernel == T32_SPLIT ? T32_KS_TILES : W;
     if (kernel == T32_SEG) { /* a block a group: its warps a block by t32_seg_warps */
-        ok = t32_seg_warps<F>(w, g, glu, &nw, &a, err);
+        ok = t32_seg_warps<F, SW>(w, g, glu, &nw, &a, err);
     } else if (kernel == T32_SPLIT) ok = t32_per_sm(gemv_t32_ks<F, T32_KS_TILES, 4>, 32 * T32_KS_TILES, smem, &a, err);
     else if (glu) ok = g == 2 ? t32_per_sm(gemv_t32<F, W, 2, true>, 32 * W, smem, &a, err)
                               : t32_per_sm(gemv_t32<F, W, 4, true>, 32 * W, smem, &a, err);
@@ -140,7 +145,7 @@ static void t32_tile_launch(const uint8_t *src0, const uint8_t *src1, int n_src,
     t32_tile<F><<<grid, 256>>>(src0, src1, n_src, dst, n_blocks, nb, stride);
 }
 
-template <class F, int W>
+template <class F, int W, int SW>
 static cudaError_t t32_launch(const nib_cuda_weight *w, const act_q8 &a, float *y, int add, int act,
                               unsigned long long *best, cudaStream_t st) {
     const int smem = t32_smem_bytes<F>((int)w->n_in), n_in = (int)w->n_in;
@@ -153,9 +158,9 @@ static cudaError_t t32_launch(const nib_cuda_weight *w, const act_q8 &a, float *
         const int ss = t32_seg_smem_bytes<F>(n_in, w->t32_g), g = w->t32_g;
         const dim3 sg(w->t32_grid), sb(32 * w->t32_warps);
         if (w->t32_pair)
-            return pdl_launch(gemv_t32_seg<F, T32_SEG_MAX_WARPS, true>, sg, sb, ss, st, w->dev, a, y, n_in,
+            return pdl_launch(gemv_t32_seg<F, SW, true>, sg, sb, ss, st, w->dev, a, y, n_in,
                               2 * (int)w->n_out, 0, act, g, (unsigned long long *)NULL);
-        return pdl_launch(gemv_t32_seg<F, T32_SEG_MAX_WARPS, false>, sg, sb, ss, st, w->dev, a, y, n_in, (int)w->n_out,
+        return pdl_launch(gemv_t32_seg<F, SW, false>, sg, sb, ss, st, w->dev, a, y, n_in, (int)w->n_out,
                           add, act, g, best);
     }
     const dim3 grid(w->t32_grid), block(32 * W);
@@ -179,8 +184,9 @@ static cudaError_t t32_launch(const nib_cuda_weight *w, const act_q8 &a, float *
     return cudaErrorInvalidValue;
 }
 
-/* the table row NAME of format TYPE, tiled form F on blocks of W warps */
-#define T32_OPS(NAME, TYPE, F, W, KS, SQ, QKV) \
-    extern const t32_ops NAME = {TYPE, F::TILE, KS, SQ, QKV, t32_plan<F, W>, t32_tile_launch<F>, t32_launch<F, W>};
+/* the table row NAME of format TYPE, tiled form F on blocks of W warps
+ * (gemv_t32), of up to SW (gemv_t32_seg) */
+#define T32_OPS(NAME, TYPE, F, W, SW, KS, SQ, QKV) \
+    extern const t32_ops NAME = {TYPE, F::TILE, KS, SQ, QKV, t32_plan<F, W, SW>, t32_tile_launch<F>, t32_launch<F, W, SW>};
 
 #endif
