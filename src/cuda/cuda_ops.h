@@ -39,9 +39,11 @@ typedef struct nib_cuda_norm_args {
     void *act;            /* nib_cuda_act_bytes(n, n_tok) bytes, or NULL */
     int n_tok, n;
     float eps;
-    bool defer;           /* one token, no o: write only act, its 1/rms left for the GEMVs that read it
-                             (xn is not written: only for rows whose every reader is a dp4a GEMV) */
+    bool defer;           /* one token: write only act, its 1/rms left for the GEMVs that read it (xn is not
+                             written: only for rows whose every reader is a dp4a GEMV); with o, only with
+                             post_w and n <= NIB_CUDA_POST_DEFER_MAX_N */
 } nib_cuda_norm_args;
+#define NIB_CUDA_POST_DEFER_MAX_N 6144
 nib_status nib_cuda_add_norm(const nib_cuda_norm_args *a, void *stream, nib_error *err);
 
 /* ---- after the Q/K/V projections (one kernel) --------------------------------------

@@ -145,11 +145,64 @@ __global__ void __launch_bounds__(NORM_THREADS) norm_q8_deferred(const float *__
     if (blockIdx.x == 0 && threadIdx.x >= gridDim.x && threadIdx.x < ACT_SCALE_PARTS) sc->part[threadIdx.x] = 0.0;
 }
 
+/* The deferred norm after Gemma's sandwich norm, one token: x += rmsnorm(o)
+ * * post_w, then x * w quantized with its partial sums as norm_q8_deferred
+ * does. o's sum of squares needs the whole row, so every block reads all of
+ * o (POST_MAX_PER_T elements a thread at most: n <= 6,144) and reduces it
+ * itself: the same bits in every block, no block waits for another. Then
+ * each block forms and quantizes its run of NORM_THREADS elements.
+ * add_norm_kernel's rounding, step for step. Against add_norm_kernel (one
+ * block, two reductions in a row), tg128 Gemma 3 12B Q4_K_M +10.6%, 270M
+ * +4.1%; v82's version, whose blocks met at a counter to share the sum, was
+ * level on the 12B and lost 11% on the 270M (bench/gpu-decode-notes.md). */
+#define POST_MAX_PER_T 24
+static_assert(POST_MAX_PER_T * NORM_THREADS == NIB_CUDA_POST_DEFER_MAX_N, "cuda_ops.h's bound");
+__global__ void __launch_bounds__(NORM_THREADS) norm_q8_post_deferred(float *__restrict__ x, const float *__restrict__ o,
+                                                                      const float *__restrict__ pw,
+                                                                      const float *__restrict__ w, int8_t *__restrict__ qs,
+                                                                      float2 *__restrict__ ds, act_scale *sc, int n,
+                                                                      float eps) {
+    pdl_launch_dependents();
+    const int i = blockIdx.x * NORM_THREADS + (int)threadIdx.x; /* this thread's element of the run */
+    const float wi = i < n ? __ldg(w + i) : 0.0f, pi = i < n ? __ldg(pw + i) : 0.0f; /* weights: before the wait */
+    pdl_wait();
+    float ov[POST_MAX_PER_T];
+#pragma unroll
+    for (int k = 0; k < POST_MAX_PER_T; k++) {
+        const int j = k * NORM_THREADS + (int)threadIdx.x;
+        ov[k] = j < n ? o[j] : 0.0f;
+    }
+    const float xi = i < n ? x[i] : 0.0f;
+    double so = 0.0;
+#pragma unroll
+    for (int k = 0; k < POST_MAX_PER_T; k++) so += (double)ov[k] * (double)ov[k];
+    const float inv_o = (float)(1.0 / sqrt(block_sum_d(so) / (double)n + (double)eps));
+    double ss = 0.0;
+    if (i < n) { /* n % 32 == 0: whole warps are inside or past the row */
+        const float xv = __fadd_rn(xi, __fmul_rn(__fmul_rn(o[i], inv_o), pi));
+        x[i] = xv;
+        ss = (double)xv * (double)xv;
+        quantize_warp32(__fmul_rn(xv, wi), qs + i, ds + i / 32);
+    }
+    ss = block_sum_d(ss) / (double)n;
+    if (threadIdx.x == 0) sc->part[blockIdx.x] = blockIdx.x == 0 ? ss + (double)eps : ss;
+    if (blockIdx.x == 0 && threadIdx.x >= gridDim.x && threadIdx.x < ACT_SCALE_PARTS) sc->part[threadIdx.x] = 0.0;
+}
+
 static nib_status add_norm_deferred(const nib_cuda_norm_args *a, cudaStream_t st, nib_error *err) {
     /* runs of whole warps, at most ACT_SCALE_PARTS of them */
     int per_block = NORM_THREADS;
     while (CEIL_DIV(a->n, per_block) > ACT_SCALE_PARTS) per_block += NORM_THREADS;
     uint8_t *act = (uint8_t *)a->act;
+    if (a->o) {
+        const cudaError_t e = pdl_launch(norm_q8_post_deferred, CEIL_DIV(a->n, NORM_THREADS), NORM_THREADS, 0, st, a->x,
+                                         a->o, a->post_w, a->norm_w, (int8_t *)act,
+                                         (float2 *)(act + cuda_act_qs_stride(a->n)),
+                                         (act_scale *)(act + cuda_act_scale_off(a->n, 1)), a->n, a->eps);
+        char what[96];
+        snprintf(what, sizeof what, "launch of norm_q8_post_deferred (n %d)", a->n);
+        return cuda_launch_status(e, what, err);
+    }
     const cudaError_t e =
         pdl_launch(norm_q8_deferred, CEIL_DIV(a->n, per_block), NORM_THREADS, 0, st, (const float *)a->x, a->norm_w,
                    (int8_t *)act, (float2 *)(act + cuda_act_qs_stride(a->n)),
@@ -171,10 +224,11 @@ extern "C" nib_status nib_cuda_add_norm(const nib_cuda_norm_args *a, void *strea
     const size_t so = cuda_act_scale_off(a->n, a->n_tok);
     cudaStream_t st = (cudaStream_t)stream;
     if (a->defer) {
-        if (a->n_tok != 1 || a->o || !a->act)
-            return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_add_norm: a deferred norm takes one token, no residual "
-                                 "add and an activation buffer (%d tokens, o %s, act %s)", a->n_tok,
-                                 a->o ? "set" : "NULL", a->act ? "set" : "NULL");
+        if (a->n_tok != 1 || !a->act || (a->o && (!a->post_w || a->n > NIB_CUDA_POST_DEFER_MAX_N)))
+            return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_add_norm: a deferred norm takes one token, an activation "
+                                 "buffer, and a residual add only with its post-norm and n <= %d (%d tokens, n %d, "
+                                 "o %s, post_w %s, act %s)", NIB_CUDA_POST_DEFER_MAX_N, a->n_tok, a->n,
+                                 a->o ? "set" : "NULL", a->post_w ? "set" : "NULL", a->act ? "set" : "NULL");
         return add_norm_deferred(a, st, err);
     }
     cudaError_t e;

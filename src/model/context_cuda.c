@@ -527,7 +527,7 @@ static nib_status ffn_block(nib_gpu *g, int il, int n, nib_error *err) {
     nib_cuda_norm_args na = {
         .x = g->x, .o = L->post_attn_norm ? g->o : NULL, .post_w = L->post_attn_norm, .norm_w = L->ffn_norm,
         .xn = g->xn, .act = g->act, .n_tok = n, .n = hp->n_embd, .eps = hp->norm_eps,
-        .defer = n == 1 && !L->post_attn_norm && L->ffn_defer,
+        .defer = n == 1 && (!L->post_attn_norm || hp->n_embd <= NIB_CUDA_POST_DEFER_MAX_N) && L->ffn_defer,
     };
     TRY(nib_cuda_add_norm(&na, st, err));
     nib_cuda_glu glu = hp->ffn_act == NIB_FFN_GELU_TANH ? NIB_CUDA_GLU_GELU_TANH : NIB_CUDA_GLU_SILU;
@@ -542,14 +542,19 @@ static nib_status ffn_block(nib_gpu *g, int il, int n, nib_error *err) {
 }
 
 /* The attention norm of layer il: adds the previous layer's post-FFN-normed
- * output first when that layer kept it apart. */
+ * output first when that layer kept it apart. One token's norms defer their
+ * 1/rms to the GEMVs (defer_ok) with or without that add: with it, every
+ * block of the norm reduces o's sum of squares itself (ops.cu,
+ * norm_q8_post_deferred); against the single-block norm, tg128 Gemma 3 12B
+ * Q4_K_M 281.8 -> 311.7 t/s, 270M 1,797 -> 1,872 (bench/gpu-decode-notes.md
+ * v86). */
 static nib_status attn_norm(nib_gpu *g, int il, int n, nib_error *err) {
     const nib_hparams *hp = &g->m->hp;
     const float *prev_post = il > 0 ? g->layers[il - 1].post_ffn_norm : NULL;
     nib_cuda_norm_args na = {
         .x = g->x, .o = prev_post ? g->o : NULL, .post_w = prev_post, .norm_w = g->layers[il].attn_norm,
         .xn = g->xn, .act = g->act, .n_tok = n, .n = hp->n_embd, .eps = hp->norm_eps,
-        .defer = n == 1 && !prev_post && g->layers[il].attn_defer,
+        .defer = n == 1 && (!prev_post || hp->n_embd <= NIB_CUDA_POST_DEFER_MAX_N) && g->layers[il].attn_defer,
     };
     return nib_cuda_add_norm(&na, g->stream, err);
 }

@@ -29,6 +29,10 @@
  *    path's outputs instead fails whenever one flip happens: one flip moves
  *    every output by ~4e-4 rms at n = 4096.) A plain writer after a
  *    deferred one must leave no scale behind: bit for bit the plain result.
+ *  - the deferred norm after a sandwich norm (x += rmsnorm(o) * post_w
+ *    first): x within 1 ulp of the single-block kernel's (o's sum of squares
+ *    in another order), then its activation and a GEMV as above, and a
+ *    second run the same bytes.
  *  - qkv_rope against bias + nib_rmsnorm + nib_rope_table/apply_table and an
  *    f16 round of K/V (nib_f32_to_fp16): the angle is computed in double on
  *    both sides; device cos/sin in double may differ by an ulp of a double,
@@ -493,6 +497,90 @@ static void test_deferred_norm(void) {
     }
 }
 
+/* The deferred norm after a sandwich norm (o and post_w set, one token):
+ * x against the single-block kernel's (the same rounding steps; o's sum of
+ * squares in another order, so 1 ulp), its activation against the plain
+ * one's of that x and a GEMV on it as test_deferred_norm checks them, and
+ * a second run on the same inputs the same bytes (every block reduces o
+ * itself: no order may depend on timing). */
+static bool ulps_close(float a, float b, int ulps);
+static void test_post_deferred_norm(void) {
+    const struct { int n, n_out; } shapes[] = {{640, 203}, {1152, 96}, {3840, 203}, {5376, 64}};
+    nib_error err;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int n = shapes[si].n, n_out = shapes[si].n_out;
+        const size_t fb = sizeof(float) * (size_t)n, ab = nib_cuda_act_bytes(n, 1);
+        float *x = malloc(fb), *o = malloc(fb), *wn = malloc(fb), *pw = malloc(fb);
+        float *x1 = malloc(fb), *x2 = malloc(fb), *y2 = malloc(sizeof(float) * (size_t)n_out);
+        float *y3 = malloc(sizeof(float) * (size_t)n_out);
+        for (int i = 0; i < n; i++)
+            x[i] = (float)(3 * rng_normal()), o[i] = (float)(20 * rng_normal()), wn[i] = (float)(1 + 0.3 * rng_normal()),
+            pw[i] = (float)(0.5 + 0.3 * rng_normal());
+        float *dx = gpu_alloc(fb), *dxb = gpu_alloc(fb), *dox = gpu_alloc(fb), *dw = gpu_alloc(fb), *dpw = gpu_alloc(fb);
+        float *dxn = gpu_alloc(fb), *dy = gpu_alloc(sizeof(float) * (size_t)n_out);
+        void *act1 = gpu_alloc(ab), *act2 = gpu_alloc(ab), *act3 = gpu_alloc(ab);
+        gpu_upload(dox, o, fb), gpu_upload(dw, wn, fb), gpu_upload(dpw, pw, fb);
+        nib_cuda_norm_args plain = {dx, dox, dpw, dw, dxn, act1, 1, n, 1e-6f, false};
+        nib_cuda_norm_args defer = {dxb, dox, dpw, dw, dxn, act2, 1, n, 1e-6f, true};
+        char what[96];
+        snprintf(what, sizeof what, "post-norm deferred n %d", n);
+        gpu_upload(dx, x, fb), gpu_upload(dxb, x, fb);
+        nib_status s = nib_cuda_fill_f32((float *)act2, NAN, ab / 4, &err);
+        if (s == NIB_OK) s = nib_cuda_add_norm(&plain, NULL, &err);
+        if (s == NIB_OK) s = nib_cuda_add_norm(&defer, NULL, &err);
+        CHECK(s == NIB_OK, "%s: %s", what, err.msg);
+        if (s == NIB_OK) {
+            gpu_download(x1, dx, fb), gpu_download(x2, dxb, fb);
+            int xbad = 0, xdiff = 0;
+            for (int i = 0; i < n; i++) xbad += !ulps_close(x2[i], x1[i], 1), xdiff += x2[i] != x1[i];
+            CHECK(xbad == 0, "%s: %d of %d x values beyond 1 ulp of the single-block kernel's (%d differ)", what, xbad,
+                  n, xdiff);
+            /* the activation of that x, and a GEMV on it (Q4_K where a row holds whole blocks, else Q8_0) */
+            host_act hd = act_down(act2, n), hp = act_down(act1, n);
+            uint8_t *folded = malloc(ab);
+            CHECK(deferred_act_ok(&hd, &hp, x1, n, 1e-6f, folded, what), "%s: the activation is off", what);
+            gpu_upload(act3, folded, ab);
+            const nib_type t = n % 256 == 0 ? NIB_TYPE_Q4_K : NIB_TYPE_Q8_0;
+            size_t rb = 0;
+            nib_row_bytes(t, n, &rb);
+            uint8_t *W = malloc(rb * (size_t)n_out);
+            random_rows(t, W, n, n_out);
+            nib_cuda_weight *w = NULL;
+            s = nib_cuda_weight_upload(t, W, n, n_out, &w, &err);
+            free(W);
+            if (s == NIB_OK) s = nib_cuda_fill_f32(dy, NAN, (size_t)n_out, &err);
+            if (s == NIB_OK) s = nib_cuda_matmul(w, dxn, act2, 1, dy, false, NULL, &err);
+            if (s == NIB_OK) gpu_download(y2, dy, sizeof(float) * (size_t)n_out);
+            if (s == NIB_OK) s = nib_cuda_fill_f32(dy, NAN, (size_t)n_out, &err);
+            if (s == NIB_OK) s = nib_cuda_matmul(w, dxn, act3, 1, dy, false, NULL, &err);
+            if (s == NIB_OK) gpu_download(y3, dy, sizeof(float) * (size_t)n_out);
+            CHECK(s == NIB_OK && deferred_close(y2, y3, n_out, what), "%s: a GEMV on it is off (%s)", what,
+                  s == NIB_OK ? "values" : err.msg);
+            nib_cuda_weight_free(w);
+            /* the same inputs again: the same bytes */
+            gpu_upload(dxb, x, fb);
+            s = nib_cuda_fill_f32((float *)act2, NAN, ab / 4, &err);
+            if (s == NIB_OK) s = nib_cuda_add_norm(&defer, NULL, &err);
+            CHECK(s == NIB_OK, "%s again: %s", what, err.msg);
+            if (s == NIB_OK) {
+                host_act h2 = act_down(act2, n);
+                gpu_download(x1, dxb, fb);
+                CHECK(memcmp(h2.bytes, hd.bytes, ab) == 0 && memcmp(x1, x2, fb) == 0,
+                      "%s: a second run gave other bytes", what);
+                free(h2.bytes);
+            }
+            free(hd.bytes), free(hp.bytes), free(folded);
+        }
+        /* what it cannot do: it says so */
+        nib_cuda_norm_args bad = defer;
+        bad.post_w = NULL;
+        CHECK(nib_cuda_add_norm(&bad, NULL, &err) == NIB_ERR_ARG, "a deferred residual add without a post-norm was accepted");
+        nib_cuda_free(dx), nib_cuda_free(dxb), nib_cuda_free(dox), nib_cuda_free(dw), nib_cuda_free(dpw);
+        nib_cuda_free(dxn), nib_cuda_free(dy), nib_cuda_free(act1), nib_cuda_free(act2), nib_cuda_free(act3);
+        free(x), free(o), free(wn), free(pw), free(x1), free(x2), free(y2), free(y3);
+    }
+}
+
 static bool ulps_close(float a, float b, int ulps) {
     if (a == b) return true;
     float tol = ulps * (fabsf(b) * 1.1920929e-7f) + 1e-30f;
@@ -703,6 +791,7 @@ int main(void) {
     RUN(test_matmul_pair);
     RUN(test_add_norm);
     RUN(test_deferred_norm);
+    RUN(test_post_deferred_norm);
     RUN(test_qkv_rope);
     RUN(test_argmax);
     RUN(test_tall_matrix);
