@@ -50,7 +50,9 @@
  *     outside [j0, p] are masked after, their V zeroed so 0 * NaN never
  *     reaches acc. A one-step CTA's chain after the wait is then one L2
  *     round trip, the arithmetic, and the partial write.
- *  4. For one token (decode), GB <= 4: a group of 7 or 8 runs as two head
+ *  4. For one token (decode), GB <= 4, and GB = 1 (a query head a CTA)
+ *     while the grid stays within ATTN_ONE_HEAD_CTAS (see
+ *     nib_cuda_attention); else a group of 7 or 8 runs as two head
  *     slices. The per-step work is the same (R * GB scores per lane) but the
  *     end of a CTA (team and warp combine, merge) scales with GB, and the
  *     grid doubles for models with 2 KV heads (128 CTAs at 16k before, one per
@@ -113,6 +115,7 @@
 #define ATTN_SPLITS_PER_TOKEN 32  /* n_tok * n_split target while the chunk is below ATTN_CHUNK_MAX */
 #define ATTN_FUSED_MAX_SPLITS 32  /* the last CTA merges at most this many splits (one per lane) */
 #define ATTN_CLUSTER_MAX 8        /* splits merged through a thread block cluster at most (portable size) */
+#define ATTN_ONE_HEAD_CTAS 1024   /* one token: a query head a CTA while the grid stays within this */
 #define ATTN_COUNTERS 1024        /* arrival counters at the head of scratch */
 #define ATTN_COUNTER_BYTES (ATTN_COUNTERS * 4)
 #define ATTN_WARPS 4              /* warps per attn_split CTA */
@@ -766,14 +769,15 @@ static const attn_row attn_rows[] = {
 };
 
 /* GB: the group rounded up to a power of two, capped by the register budget
- * (8 for head dims <= 256, 4 above) and, for one token, at 4 (see the top). */
-static const attn_row *attn_pick(int hd_k, int hd_v, int group, int n_tok) {
+ * (8 for head dims <= 256, 4 above), for one token at 4 (see the top), and
+ * at gb_cap. */
+static const attn_row *attn_pick(int hd_k, int hd_v, int group, int n_tok, int gb_cap) {
     const int vecs = (hd_k > hd_v ? hd_k : hd_v) / 8;
     const int T = vecs <= 8 ? 8 : vecs <= 16 ? 16 : 32;
     const int nck = CEIL_DIV(hd_k / 8, T), ncv = CEIL_DIV(hd_v / 8, T);
     const int gb_max = nck + ncv <= 2 && n_tok > 1 ? 8 : 4;
     int gb = 1;
-    while (gb < group && gb < gb_max) gb *= 2;
+    while (gb < group && gb < gb_max && gb < gb_cap) gb *= 2;
     for (size_t i = 0; i < sizeof attn_rows / sizeof attn_rows[0]; i++) {
         const attn_row *r = &attn_rows[i];
         if (r->T == T && r->nck == nck && r->ncv == ncv && r->gb == gb) return r;
@@ -899,8 +903,21 @@ extern "C" nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, n
     ATTN_ARG(misaligned(a->q) || misaligned(a->k) || misaligned(a->v) || misaligned(a->out),
              "q, k, v and out must be 16-byte aligned (the kernels load 16-byte vectors)");
 
-    const attn_row *r = attn_pick(a->hd_k, a->hd_v, a->n_head / a->n_head_kv, a->n_tok);
+    const attn_row *r = attn_pick(a->hd_k, a->hd_v, a->n_head / a->n_head_kv, a->n_tok, ATTN_MAX_HD);
     ATTN_ARG(!r, "no kernel for hd_k %d, hd_v %d", a->hd_k, a->hd_v);  /* not reachable with the checks above */
+    /* One token: a query head a CTA (GB 1, the group's heads as head slices,
+     * each re-reading the rows from L2) where the grid stays within
+     * ATTN_ONE_HEAD_CTAS. At short and middle contexts the CTAs' serial work
+     * (GB scores a row, a rescale of GB accumulators) is what the step waits
+     * for, not the rows' bytes: tg128 Llama-3-8B Q4_K_M +5.5%, Qwen2.5-0.5B
+     * +8.9%, Llama-3.2-1B +5.0%; at depth 4096 the 8B +5.7% (1,024 CTAs),
+     * Qwen +9.5%; at 16384 Qwen +5% (896 CTAs) but the 8B -11% (2,048 CTAs:
+     * there the four slices' L2 reads of every row cost more than the work
+     * they spread). bench/gpu-decode-notes.md v87. */
+    if (a->n_tok == 1 && r->gb > 1) {
+        const attn_row *r1 = attn_pick(a->hd_k, a->hd_v, a->n_head / a->n_head_kv, 1, 1);
+        if (r1 && (int64_t)a->n_head * CEIL_DIV(a->max_len, attn_chunk(r1, 1, a->max_len)) <= ATTN_ONE_HEAD_CTAS) r = r1;
+    }
     attn_params p;
     memset(&p, 0, sizeof p);
     p.q = a->q, p.k = a->k, p.v = a->v, p.out = a->out, p.pos = a->pos, p.sinks = a->sinks;

@@ -300,6 +300,11 @@ static void test_sweep_group4(void) {
     for (size_t h = 0; h < sizeof hds / sizeof hds[0]; h++)
         for (size_t i = 0; i < sizeof ctxs / sizeof ctxs[0]; i++)
             run_decode((acase){1, 8, 2, hds[h], hds[h], 0, 0.0f, false, 0}, ctxs[i]);
+    /* one token runs a query head a CTA while the grid (heads x splits) stays
+     * within 1,024 CTAs; 64 heads over 17 splits are past that, so the GQA
+     * groups of 8 run 4 heads a CTA in two slices, with and without a window */
+    run_decode((acase){1, 64, 8, 128, 128, 0, 0.0f, false, 0}, 4097);
+    run_decode((acase){1, 64, 8, 128, 128, 1000, 0.0f, false, 0}, 4097);
 }
 
 static void test_window_softcap_sinks(void) {
