@@ -4,7 +4,7 @@
  * v66, v67: IQ1_S's 8B file +10% with it, +6.6% with the item kernels').
  * The split kernel measured again in the step (the 8B files with their downs
  * on the item kernels' split K, v79): IQ2_S -8.1%, IQ3_S -5.8%, TQ2_0 -5.1%,
- * IQ1_S -5.0%. Sixth column: the output projections tiled (the 8B files
+ * IQ1_S -5.0%. Seventh column: the output projections tiled (the 8B files
  * with them on the item kernels, v75: IQ1_S -4.4%, IQ2_XS -0.8%, IQ2_XXS
  * level; v79: IQ1_S -4.7%, TQ2_0 -2.2%, IQ2_XS -1.5%, IQ3_S -0.5%), but for
  * IQ3_XXS and IQ2_S, whose files decoded +0.9 to +1.5% and +0.1 to +1.1%

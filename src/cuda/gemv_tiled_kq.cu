@@ -6,8 +6,10 @@
  * than 1% with the split kernel: bench/gpu-decode-notes.md v55, v65, v67;
  * with iq4_word_dot the two were level, 499.4 against 497.2 t/s, v72; in
  * v79 IQ4_XS level again, Q2_K's file -16.4% and Q3_K_M's -0.5% without
- * the split kernel). Sixth column: the about square matrices (the output
- * projection) tiled, but for Q4_0, whose 8B file decoded 1.1% faster with
+ * the split kernel). Fifth column: gemv_t32_seg's warps a block at most,
+ * 12 for Q6_K alone (gemv_tiled_ops.cuh, T32_SEG_WARPS_WIDE). Seventh
+ * column: the about square matrices (the output projection) tiled, but for
+ * Q4_0, whose 8B file decoded 1.1% faster with
  * its output projections on the item kernels (v75; v79 with them untiled:
  * Q2_K -3.3%, Q3_K_M -2.1%, IQ4_XS -0.6%). Last column: the fused Q/K/V matrix
  * tiled too, for Q4_0 and Q4_K (8B tg128 +1.0% and +0.8%, v71); the others

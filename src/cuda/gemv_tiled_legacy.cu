@@ -8,7 +8,7 @@
  * still on lut16); once the item kernels had the same picks (v73) the split
  * kernel lost, and so did the tiled output projection, for IQ4_NL and MXFP4
  * alike (v75, 8B tg128, each role off in one run: IQ4_NL down +4.2%, output
- * projection +2.0%, both +6.5%; MXFP4 +4.6%, +2.2%, +7.9%). Sixth column:
+ * projection +2.0%, both +6.5%; MXFP4 +4.6%, +2.2%, +7.9%). Seventh column:
  * the output projections tiled, by the same measurement (item kernels:
  * Q5_0 +2.6%, Q5_1 +1.2%, Q4_1 -0.9%; Q4_1 -1.1% again in v79). */
 #include "cuda/gemv_tiled_legacy.cuh"
