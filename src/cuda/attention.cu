@@ -115,6 +115,7 @@
 #define ATTN_SPLITS_PER_TOKEN 32  /* n_tok * n_split target while the chunk is below ATTN_CHUNK_MAX */
 #define ATTN_FUSED_MAX_SPLITS 32  /* the last CTA merges at most this many splits (one per lane) */
 #define ATTN_CLUSTER_MAX 8        /* splits merged through a thread block cluster at most (portable size) */
+#define ATTN_GB_MAX 8             /* query heads a CTA at most (the register budget's largest) */
 #define ATTN_ONE_HEAD_CTAS 1024   /* one token: a query head a CTA while the grid stays within this */
 #define ATTN_COUNTERS 1024        /* arrival counters at the head of scratch */
 #define ATTN_COUNTER_BYTES (ATTN_COUNTERS * 4)
@@ -775,7 +776,7 @@ static const attn_row *attn_pick(int hd_k, int hd_v, int group, int n_tok, int g
     const int vecs = (hd_k > hd_v ? hd_k : hd_v) / 8;
     const int T = vecs <= 8 ? 8 : vecs <= 16 ? 16 : 32;
     const int nck = CEIL_DIV(hd_k / 8, T), ncv = CEIL_DIV(hd_v / 8, T);
-    const int gb_max = nck + ncv <= 2 && n_tok > 1 ? 8 : 4;
+    const int gb_max = nck + ncv <= 2 && n_tok > 1 ? ATTN_GB_MAX : 4;
     int gb = 1;
     while (gb < group && gb < gb_max && gb < gb_cap) gb *= 2;
     for (size_t i = 0; i < sizeof attn_rows / sizeof attn_rows[0]; i++) {
@@ -903,7 +904,7 @@ extern "C" nib_status nib_cuda_attention(const nib_cuda_attn *a, void *stream, n
     ATTN_ARG(misaligned(a->q) || misaligned(a->k) || misaligned(a->v) || misaligned(a->out),
              "q, k, v and out must be 16-byte aligned (the kernels load 16-byte vectors)");
 
-    const attn_row *r = attn_pick(a->hd_k, a->hd_v, a->n_head / a->n_head_kv, a->n_tok, ATTN_MAX_HD);
+    const attn_row *r = attn_pick(a->hd_k, a->hd_v, a->n_head / a->n_head_kv, a->n_tok, ATTN_GB_MAX);
     ATTN_ARG(!r, "no kernel for hd_k %d, hd_v %d", a->hd_k, a->hd_v);  /* not reachable with the checks above */
     /* One token: a query head a CTA (GB 1, the group's heads as head slices,
      * each re-reading the rows from L2) where the grid stays within

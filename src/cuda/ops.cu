@@ -115,6 +115,15 @@ __global__ void __launch_bounds__(1024) add_norm_kernel(nib_cuda_norm_args a, in
 
 #define NORM_MAX_PER_T 16
 
+/* A deferred norm block's end: its run's sum of squares (ss, this thread's
+ * part) over n into the trailer's part blockIdx.x, block 0's plus eps, and
+ * block 0 zeroing the parts no block writes (act_q8.cuh's act_scale). */
+__device__ __forceinline__ void deferred_part_store(double ss, int n, float eps, act_scale *sc) {
+    ss = block_sum_d(ss) / (double)n;
+    if (threadIdx.x == 0) sc->part[blockIdx.x] = blockIdx.x == 0 ? ss + (double)eps : ss;
+    if (blockIdx.x == 0 && threadIdx.x >= gridDim.x && threadIdx.x < ACT_SCALE_PARTS) sc->part[threadIdx.x] = 0.0;
+}
+
 /* The deferred norm of one row (nib_cuda_norm_args.defer): blocks of
  * NORM_THREADS take runs of `per_block` elements, quantize x * w (without
  * 1/rms: act_q8.cuh's act_scale) and leave their run's sum of squares in the
@@ -140,9 +149,7 @@ __global__ void __launch_bounds__(NORM_THREADS) norm_q8_deferred(const float *__
             quantize_warp32(__fmul_rn(v, i0 == lo ? w0 : __ldg(w + i)), qs + i, ds + i / 32);
         }
     }
-    ss = block_sum_d(ss) / (double)n;
-    if (threadIdx.x == 0) sc->part[blockIdx.x] = blockIdx.x == 0 ? ss + (double)eps : ss;
-    if (blockIdx.x == 0 && threadIdx.x >= gridDim.x && threadIdx.x < ACT_SCALE_PARTS) sc->part[threadIdx.x] = 0.0;
+    deferred_part_store(ss, n, eps, sc);
 }
 
 /* The deferred norm after Gemma's sandwich norm, one token: x += rmsnorm(o)
@@ -184,15 +191,10 @@ __global__ void __launch_bounds__(NORM_THREADS) norm_q8_post_deferred(float *__r
         ss = (double)xv * (double)xv;
         quantize_warp32(__fmul_rn(xv, wi), qs + i, ds + i / 32);
     }
-    ss = block_sum_d(ss) / (double)n;
-    if (threadIdx.x == 0) sc->part[blockIdx.x] = blockIdx.x == 0 ? ss + (double)eps : ss;
-    if (blockIdx.x == 0 && threadIdx.x >= gridDim.x && threadIdx.x < ACT_SCALE_PARTS) sc->part[threadIdx.x] = 0.0;
+    deferred_part_store(ss, n, eps, sc);
 }
 
 static nib_status add_norm_deferred(const nib_cuda_norm_args *a, cudaStream_t st, nib_error *err) {
-    /* runs of whole warps, at most ACT_SCALE_PARTS of them */
-    int per_block = NORM_THREADS;
-    while (CEIL_DIV(a->n, per_block) > ACT_SCALE_PARTS) per_block += NORM_THREADS;
     uint8_t *act = (uint8_t *)a->act;
     if (a->o) {
         const cudaError_t e = pdl_launch(norm_q8_post_deferred, CEIL_DIV(a->n, NORM_THREADS), NORM_THREADS, 0, st, a->x,
@@ -203,6 +205,9 @@ static nib_status add_norm_deferred(const nib_cuda_norm_args *a, cudaStream_t st
         snprintf(what, sizeof what, "launch of norm_q8_post_deferred (n %d)", a->n);
         return cuda_launch_status(e, what, err);
     }
+    /* runs of whole warps, at most ACT_SCALE_PARTS of them */
+    int per_block = NORM_THREADS;
+    while (CEIL_DIV(a->n, per_block) > ACT_SCALE_PARTS) per_block += NORM_THREADS;
     const cudaError_t e =
         pdl_launch(norm_q8_deferred, CEIL_DIV(a->n, per_block), NORM_THREADS, 0, st, (const float *)a->x, a->norm_w,
                    (int8_t *)act, (float2 *)(act + cuda_act_qs_stride(a->n)),

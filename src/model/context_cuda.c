@@ -520,6 +520,13 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
     return mm(g, L->wo, g->att, n, L->post_attn_norm ? g->o : g->x, !L->post_attn_norm, err);
 }
 
+/* Whether a norm of n tokens leaves its 1/rms to the GEMVs (nib_cuda_norm_args.defer):
+ * one token, readers that take it (defer_ok), and with a sandwich post-norm
+ * (post_w) a row the deferred post-norm kernel holds. */
+static bool norm_defers(const nib_hparams *hp, int n, const float *post_w, bool readers_ok) {
+    return n == 1 && readers_ok && (!post_w || hp->n_embd <= NIB_CUDA_POST_DEFER_MAX_N);
+}
+
 static nib_status ffn_block(nib_gpu *g, int il, int n, nib_error *err) {
     const nib_hparams *hp = &g->m->hp;
     const gpu_layer *L = &g->layers[il];
@@ -527,7 +534,7 @@ static nib_status ffn_block(nib_gpu *g, int il, int n, nib_error *err) {
     nib_cuda_norm_args na = {
         .x = g->x, .o = L->post_attn_norm ? g->o : NULL, .post_w = L->post_attn_norm, .norm_w = L->ffn_norm,
         .xn = g->xn, .act = g->act, .n_tok = n, .n = hp->n_embd, .eps = hp->norm_eps,
-        .defer = n == 1 && (!L->post_attn_norm || hp->n_embd <= NIB_CUDA_POST_DEFER_MAX_N) && L->ffn_defer,
+        .defer = norm_defers(hp, n, L->post_attn_norm, L->ffn_defer),
     };
     TRY(nib_cuda_add_norm(&na, st, err));
     nib_cuda_glu glu = hp->ffn_act == NIB_FFN_GELU_TANH ? NIB_CUDA_GLU_GELU_TANH : NIB_CUDA_GLU_SILU;
@@ -554,7 +561,7 @@ static nib_status attn_norm(nib_gpu *g, int il, int n, nib_error *err) {
     nib_cuda_norm_args na = {
         .x = g->x, .o = prev_post ? g->o : NULL, .post_w = prev_post, .norm_w = g->layers[il].attn_norm,
         .xn = g->xn, .act = g->act, .n_tok = n, .n = hp->n_embd, .eps = hp->norm_eps,
-        .defer = n == 1 && (!prev_post || hp->n_embd <= NIB_CUDA_POST_DEFER_MAX_N) && g->layers[il].attn_defer,
+        .defer = norm_defers(hp, n, prev_post, g->layers[il].attn_defer),
     };
     return nib_cuda_add_norm(&na, g->stream, err);
 }
