@@ -11,6 +11,7 @@
 #include "core/fp16.h"
 #include "nib.h"
 #include "quant/blocks.h"
+#include "quant/formats.h"
 #include "quant/types.h"
 #include "test.h"
 
@@ -489,6 +490,37 @@ static void test_quantize_nan_rows(void) {
     }
 }
 
+/* nib_tq1_0_to_tq2_0 (the CUDA backend's TQ1_0 on the device): random TQ1_0
+ * blocks (every byte value, so every trit pattern and the bytes no quantizer
+ * writes) must become TQ2_0 blocks that dequantize to the same floats bit
+ * for bit and dot with a random Q8_K row to the same float (the integer sum
+ * is the same, scaled in the same order). The output is poisoned first. */
+static void test_tq1_0_to_tq2_0(void) {
+    rng_seed(61);
+    enum { NB = 64 };
+    static uint8_t q1[NB * 54], q2[NB * 66 + 1], aq[NB * 292];
+    static float x[NB * QK_K], y1[NB * QK_K], y2[NB * QK_K];
+    random_blocks(NIB_TYPE_TQ1_0, q1, NB * QK_K);
+    for (int b = 0; b < NB; b++) q1[54 * b + (b % 52)] = (uint8_t)(255 - b); /* the top byte values too */
+    memset(q2, 0xA5, sizeof q2);
+    nib_tq1_0_to_tq2_0(q1, q2, NB);
+    CHECK(q2[NB * 66] == 0xA5, "the conversion wrote past its last block");
+    poison(y1, NB * QK_K);
+    poison(y2, NB * QK_K);
+    tr(NIB_TYPE_TQ1_0)->dequantize(q1, y1, NB * QK_K);
+    tr(NIB_TYPE_TQ2_0)->dequantize(q2, y2, NB * QK_K);
+    int diff = 0, nonzero = 0;
+    for (int i = 0; i < NB * QK_K; i++) diff += memcmp(&y1[i], &y2[i], 4) != 0, nonzero += y1[i] != 0.0f;
+    CHECK(diff == 0, "%d of %d values differ after the conversion", diff, NB * QK_K);
+    CHECK(nonzero > NB * QK_K / 2, "only %d non-zero values: the random blocks are not random", nonzero);
+    random_normal(x, NB * QK_K, 1.0);
+    CHECK(nib_quantize_row(NIB_TYPE_Q8_K, x, aq, NB * QK_K) == NIB_OK, "Q8_K quantize");
+    float d1 = NAN, d2 = NAN;
+    CHECK(nib_vec_dot(NIB_TYPE_TQ1_0, NB * QK_K, q1, aq, &d1) == NIB_OK, "TQ1_0 vec_dot");
+    CHECK(nib_vec_dot(NIB_TYPE_TQ2_0, NB * QK_K, q2, aq, &d2) == NIB_OK, "TQ2_0 vec_dot");
+    CHECK(d1 == d2 && isfinite(d1), "dots differ: TQ1_0 %.9g, converted %.9g", (double)d1, (double)d2);
+}
+
 int main(void) {
     RUN(test_table_complete);
     RUN(test_api_rejects_bad_rows);
@@ -499,5 +531,6 @@ int main(void) {
     RUN(test_vec_dot_rows_and_matvec);
     RUN(test_dot_f32);
     RUN(test_quantize_nan_rows);
+    RUN(test_tq1_0_to_tq2_0);
     return test_summary();
 }

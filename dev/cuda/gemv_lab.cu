@@ -1272,7 +1272,7 @@ static const variant variants[] = {
     V_Q8("IQ4_NL", fmt_iq4_nl, 1, 4, false), V_Q8("IQ4_XS", fmt_iq4_xs, 1, 2, false),
     V_Q8("MXFP4", fmt_mxfp4, 1, 4, false),   {"F16", 1, 2, run_f16<false>}, {"BF16", 1, 2, run_f16<true>},
     V_Q8("MXFP4/v74", fmt_mxfp4_v74, 1, 4, false),
-    V_Q8("TQ1_0", fmt_tq1_0, 4, 1, true),    V_Q8("TQ2_0", fmt_tq2_0, 4, 1, true),
+    V_Q8("TQ2_0", fmt_tq2_0, 4, 1, true),
     V_Q8("IQ2_XXS", fmt_iq2_xxs, 1, 4, false), V_Q8("IQ2_XS", fmt_iq2_xs, 1, 4, false),
     V_Q8("IQ2_S", fmt_iq2_s, 1, 4, false),   V_Q8("IQ3_XXS", fmt_iq3_xxs, 1, 4, false),
     V_Q8("IQ3_S", fmt_iq3_s, 1, 4, false),   V_Q8("IQ1_S", fmt_iq1_s, 1, 4, false),
@@ -1295,7 +1295,7 @@ static const variant variants[] = {
      * from 26.8 to 20.9 us before its dot was rewritten), and these run at
      * 9-38% of copy bandwidth on 14336 x 4096 */
 #define V_R4(NAME, F) {NAME "/r4", F::QK, F::BYTES, run_q8<F, 4, 4, true, 1>}
-    V_R4("IQ4_NL", fmt_iq4_nl), V_R4("IQ4_XS", fmt_iq4_xs), V_R4("MXFP4", fmt_mxfp4), V_R4("TQ1_0", fmt_tq1_0),
+    V_R4("IQ4_NL", fmt_iq4_nl), V_R4("IQ4_XS", fmt_iq4_xs), V_R4("MXFP4", fmt_mxfp4),
     V_R4("TQ2_0", fmt_tq2_0), V_R4("IQ2_XXS", fmt_iq2_xxs), V_R4("IQ2_XS", fmt_iq2_xs), V_R4("IQ2_S", fmt_iq2_s),
     V_R4("IQ3_XXS", fmt_iq3_xxs), V_R4("IQ3_S", fmt_iq3_s), V_R4("IQ1_S", fmt_iq1_s), V_R4("IQ1_M", fmt_iq1_m),
 #undef V_R4
@@ -1356,10 +1356,8 @@ static const variant variants[] = {
 #undef V_SM
     /* v16 (argument "TQ"): split K for the ternary formats' long rows (their
      * library launch is 4 rows a warp, no split: 14336 x 4096 under PDL
-     * graph replay 17.6 us TQ1_0, 20.6 TQ2_0); TQ1_0's 256-element items
-     * give a 14336 row 56 items, so KS = 2, TQ2_0's 112 KS = 4 */
-    {"TQ1_0/ks2u1", 256, 54, run_q8_ksplit<fmt_tq1_0, 4, 2, 1, 2>},
-    {"TQ1_0/ks2r4u1", 256, 54, run_q8_ksplit<fmt_tq1_0, 4, 4, 1, 2>},
+     * graph replay 17.6 us TQ1_0, 20.6 TQ2_0); TQ2_0's 112 items a 14336
+     * row, so KS = 4 (TQ1_0's device form is TQ2_0's since v90) */
     {"TQ2_0/ks4u1", 256, 66, run_q8_ksplit<fmt_tq2_0, 4, 2, 1, 4>},
     {"TQ2_0/ks4r4u1", 256, 66, run_q8_ksplit<fmt_tq2_0, 4, 4, 1, 4>},
     /* v17 (argument "/u1"): other long-row splits at U = 1 for the formats
@@ -1377,7 +1375,7 @@ static const variant variants[] = {
      * 4096 (llama.cpp's reference shape in issue 4): split K 2 at U = 4 for
      * the legacy formats and IQ4_NL/MXFP4 (loaded ahead), split K 4 at U = 2
      * for Q4_K/Q5_K/Q6_K, IQ4_XS 2 x 4 rows at U = 1, the codebook formats
-     * 4 x 2 at U = 1, TQ1_0 2 x 2, TQ2_0 4 x 4; Q2_K and Q3_K keep their
+     * 4 x 2 at U = 1, TQ2_0 4 x 4; Q2_K and Q3_K keep their
      * 4-row warps (their rows "Q2_K", "Q3_K") */
 #define V_LIB(NAME, F, R, U, KS) {NAME "/lib14", F::QK, F::BYTES, run_q8_ksplit<F, 4, R, U, KS>}
     V_LIB("Q4_0", fmt_q4_0, 2, 4, 2), V_LIB("Q4_1", fmt_q4_1, 2, 4, 2), V_LIB("Q5_0", fmt_q5_0, 2, 4, 2),
@@ -1386,7 +1384,7 @@ static const variant variants[] = {
     V_LIB("MXFP4", fmt_mxfp4, 2, 4, 2), V_LIB("MXFP4/v74", fmt_mxfp4_v74, 2, 4, 2), V_LIB("IQ4_XS", fmt_iq4_xs, 4, 1, 2), V_LIB("IQ2_XXS", fmt_iq2_xxs, 2, 1, 4),
     V_LIB("IQ2_XS", fmt_iq2_xs, 2, 1, 4), V_LIB("IQ2_S", fmt_iq2_s, 2, 1, 4), V_LIB("IQ3_XXS", fmt_iq3_xxs, 2, 1, 4),
     V_LIB("IQ3_S", fmt_iq3_s, 2, 1, 4), V_LIB("IQ1_S", fmt_iq1_s, 2, 1, 4), V_LIB("IQ1_M", fmt_iq1_m, 2, 1, 4),
-    V_LIB("TQ1_0", fmt_tq1_0, 2, 1, 2), V_LIB("TQ2_0", fmt_tq2_0, 4, 1, 4),
+    V_LIB("TQ2_0", fmt_tq2_0, 4, 1, 4),
 #undef V_LIB
     /* v38 (argument "/st"): the staged kernel, /stTRxST[wW] */
 #define V_ST(NAME, F)                                                                                               \
@@ -1496,7 +1494,7 @@ static const variant variants[] = {
     {NAME "/t32glu-w8g2", 256, BY, run_t32<F, 8, 2, 0, true, 0>}
     V_T32F("Q5_K", t32_q5_K, 176), V_T32F("Q3_K", t32_q3_K, 112), V_T32F("Q2_K", t32_q2_K, 84),
     V_T32F("IQ4_XS", t32_iq4_xs, 136),
-    /* the IQ lattices and the ternary formats (padded: IQ2_XS 80, IQ3_S 112, TQ1_0 56 bytes) */
+    /* the IQ lattices and the ternary formats (padded: IQ2_XS 80, IQ3_S 112 bytes) */
     V_T32F("IQ2_XXS", t32_iq2_xxs, 66), V_T32F("IQ2_XS", t32_iq2_xs, 80), V_T32F("IQ2_S", t32_iq2_s, 82),
     V_T32F("IQ2_XXS/v66", t32_iq2_xxs_v66, 66), V_T32F("IQ2_XS/v66", t32_iq2_xs_v66, 80),
     V_T32F("IQ2_S/v66", t32_iq2_s_v66, 82),
@@ -1508,7 +1506,7 @@ static const variant variants[] = {
     V_T32F("IQ3_XXS/r16", t32_iq3_xxs_t<16>, 98), V_T32F("IQ3_S/r32", t32_iq3_s_t<32>, 112),
     V_T32F("IQ1_S/r8", t32_iq1_s_t<8>, 50), V_T32F("IQ1_M/r4", t32_iq1_m_t<4>, 56),
     V_T32F("IQ3_XXS", t32_iq3_xxs, 98), V_T32F("IQ3_S", t32_iq3_s, 112), V_T32F("IQ1_S", t32_iq1_s, 50),
-    V_T32F("IQ1_M", t32_iq1_m, 56), V_T32F("TQ2_0", t32_tq2_0, 66), V_T32F("TQ1_0", t32_tq1_0, 56),
+    V_T32F("IQ1_M", t32_iq1_m, 56), V_T32F("TQ2_0", t32_tq2_0, 66),
     /* the legacy formats in Q4_0's unit of 8 blocks (bytes: the unit of 256 elements) */
     V_T32F("Q4_1", t32_q4_1, 160), V_T32F("Q5_0", t32_q5_0, 176), V_T32F("Q5_1", t32_q5_1, 192),
     V_T32F("IQ4_NL", t32_iq4_nl, 144), V_T32F("MXFP4", t32_mxfp4, 136),
@@ -2045,7 +2043,6 @@ int main(int argc, char **argv) {
             check_t32<t32_iq1_m, fmt_iq1_m, 8, 2, 0, false>("IQ1_M/t32 g2", x, xq, xds, sc, 4096, 4093, 54); /* d: the top nibbles of the scale words */
             check_t32<t32_iq3_xxs, fmt_iq3_xxs, 7, 4, 1, false>("IQ3_XXS/t32ks", x, xq, xds, sc, 14336, 4093, 0);
             check_t32<t32_tq2_0, fmt_tq2_0, 8, 2, 0, false>("TQ2_0/t32 g2", x, xq, xds, sc, 4096, 4093, 64);
-            check_t32<t32_tq1_0, fmt_tq1_0, 7, 4, 1, false>("TQ1_0/t32ks", x, xq, xds, sc, 14336, 4093, 52);
         }
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         const variant *var = &variants[v];

@@ -167,10 +167,14 @@ static int inspect_types(void) {
         const char *cuda_path = nib_cuda_gemv_path((nib_type)t);
         char cpu[192];
         nib_cpu_describe_kernels((nib_type)t, cpu, sizeof cpu);
-        printf("%-3d %-8s %6lld %6zu %7.4g  %-10s %-9s %-14s cpu %s%s%s\n", t, tt->name, (long long)tt->block_elems,
+        /* a format the device keeps as another (cuda/gpu_layout.h) */
+        const nib_type dev = nib_cuda_device_type((nib_type)t);
+        char as[32] = "";
+        if (cuda_path && dev != (nib_type)t) snprintf(as, sizeof as, " (as %s)", nib_type_name(dev));
+        printf("%-3d %-8s %6lld %6zu %7.4g  %-10s %-9s %-14s cpu %s%s%s%s\n", t, tt->name, (long long)tt->block_elems,
                tt->block_bytes, bpw, tt->dequantize ? "yes" : "no", tt->quantize ? "yes" : "no",
                nib_type_name(tt->vec_dot_type), cpu, cuda_path ? ", cuda gemv " : "",
-               cuda_path ? cuda_path : "");
+               cuda_path ? cuda_path : "", as);
     }
     printf("\n%d formats.", n);
     printf(" 'quantize: no' means no reference quantizer:");

@@ -106,8 +106,12 @@ nib_status nib_cuda_weight_tile_qkv(nib_cuda_weight *w, bool *tiled, nib_error *
 nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_weight *up, bool *tiled, nib_error *err);
 size_t nib_cuda_weight_bytes(const nib_cuda_weight *w);  /* bytes of the rows, without padding */
 /* The device bytes of a matrix of `file_bytes` in the file: more for the
- * formats the device keeps in wider block slots (cuda/gpu_layout.h). */
+ * formats the device keeps in wider block slots or another format
+ * (cuda/gpu_layout.h). */
 uint64_t nib_cuda_layout_bytes(nib_type type, uint64_t file_bytes);
+/* The format the device keeps a matrix of `type` in, and its kernels read
+ * (TQ1_0 as TQ2_0; the type itself for every other) */
+nib_type nib_cuda_device_type(nib_type type);
 
 /* ---- GEMV -------------------------------------------------------------------------- */
 

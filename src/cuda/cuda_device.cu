@@ -12,6 +12,9 @@
 #include "cuda/cuda_dequant.h"
 #include "cuda/cuda_internal.h"
 #include "cuda/gpu_layout.h"
+extern "C" {
+#include "quant/formats.h" /* nib_tq1_0_to_tq2_0 */
+}
 
 static void say(char *reason, size_t n, const char *fmt, const char *a, int b, int c) {
     if (reason && n) snprintf(reason, n, fmt, a, b, c);
@@ -165,20 +168,55 @@ done:
 
 #define WEIGHT_PAD 16 /* zero bytes after the last row: the kernels' word loads may read past a block */
 
-/* The device's block slot for a format kept wider than the file
- * (gpu_layout.h), else 0: the file's blocks as they are. */
-static size_t slot_bytes(nib_type t) { return t == NIB_TYPE_Q6_K ? NIB_CUDA_Q6_K_SLOT : 0; }
+/* The formats the device keeps otherwise than the file (gpu_layout.h): the
+ * format its kernels read, its block's bytes there, and the rewrite of n
+ * file blocks of `fb` bytes into n device blocks of `db` bytes. */
+typedef void (*repack_fn)(const uint8_t *src, uint8_t *dst, size_t n, size_t fb, size_t db);
+typedef struct {
+    nib_type file, dev;
+    size_t dev_block;
+    repack_fn repack;
+} dev_layout;
 
-extern "C" uint64_t nib_cuda_layout_bytes(nib_type type, uint64_t file_bytes) {
-    const size_t slot = slot_bytes(type), bb = nib_type_block_bytes(type);
-    return slot && bb ? file_bytes / bb * slot : file_bytes;
+/* each block at the start of its slot, the rest zero */
+static void repack_slots(const uint8_t *src, uint8_t *dst, size_t n, size_t fb, size_t db) {
+    for (size_t i = 0; i < n; i++) {
+        memcpy(dst + i * db, src + i * fb, fb);
+        memset(dst + i * db + fb, 0, db - fb);
+    }
+}
+static void repack_tq1_0(const uint8_t *src, uint8_t *dst, size_t n, size_t, size_t) {
+    nib_tq1_0_to_tq2_0(src, dst, (int64_t)n);
 }
 
-/* n_blocks blocks of bb bytes from host into slots of `slot` bytes on the
- * device (the rest of each slot zero), through a bounded host buffer */
-static bool upload_slots(uint8_t *dev, const uint8_t *host, size_t n_blocks, size_t bb, size_t slot, nib_error *err) {
-    const size_t per = ((size_t)8 << 20) / slot; /* blocks a pass: 8 MB */
-    uint8_t *buf = (uint8_t *)calloc(per, slot);
+static const dev_layout dev_layouts[] = {
+    {NIB_TYPE_Q6_K, NIB_TYPE_Q6_K, NIB_CUDA_Q6_K_SLOT, repack_slots},
+    {NIB_TYPE_TQ1_0, NIB_TYPE_TQ2_0, 66, repack_tq1_0},
+};
+
+static const dev_layout *layout_of(nib_type t) {
+    for (size_t i = 0; i < sizeof dev_layouts / sizeof dev_layouts[0]; i++)
+        if (dev_layouts[i].file == t) return &dev_layouts[i];
+    return NULL;
+}
+
+extern "C" nib_type nib_cuda_device_type(nib_type type) {
+    const dev_layout *L = layout_of(type);
+    return L ? L->dev : type;
+}
+
+extern "C" uint64_t nib_cuda_layout_bytes(nib_type type, uint64_t file_bytes) {
+    const dev_layout *L = layout_of(type);
+    const size_t bb = nib_type_block_bytes(type);
+    return L && bb ? file_bytes / bb * L->dev_block : file_bytes;
+}
+
+/* n_blocks file blocks of bb bytes from host to the device in L's form,
+ * through a bounded host buffer */
+static bool upload_repacked(uint8_t *dev, const uint8_t *host, size_t n_blocks, size_t bb, const dev_layout *L,
+                            nib_error *err) {
+    const size_t db = L->dev_block, per = ((size_t)8 << 20) / db; /* blocks a pass: 8 MB */
+    uint8_t *buf = (uint8_t *)malloc(per * db);
     if (!buf) {
         nib_error_set(err, NIB_ERR_NOMEM, "CUDA upload: out of host memory for the repack buffer");
         return false;
@@ -186,8 +224,8 @@ static bool upload_slots(uint8_t *dev, const uint8_t *host, size_t n_blocks, siz
     bool ok = true;
     for (size_t b0 = 0; b0 < n_blocks && ok; b0 += per) {
         const size_t n = n_blocks - b0 < per ? n_blocks - b0 : per;
-        for (size_t i = 0; i < n; i++) memcpy(buf + i * slot, host + (b0 + i) * bb, bb);
-        ok = CUDA_OK(cudaMemcpy(dev + b0 * slot, buf, n * slot, cudaMemcpyHostToDevice), "weight upload (slots)", err);
+        L->repack(host + b0 * bb, buf, n, bb, db);
+        ok = CUDA_OK(cudaMemcpy(dev + b0 * db, buf, n * db, cudaMemcpyHostToDevice), "weight upload (repacked)", err);
     }
     free(buf);
     return ok;
@@ -208,13 +246,14 @@ extern "C" nib_status nib_cuda_weight_upload(nib_type type, const void *host, in
     if (path && path[0] == 'd' && n_in % 32 != 0)
         return nib_error_set(err, NIB_ERR_ARG, "CUDA upload %s: n_in %lld not a multiple of 32", nib_type_name(type),
                              (long long)n_in);
-    const size_t file_row = row_bytes, bb = nib_type_block_bytes(type), slot = slot_bytes(type);
-    if (slot) row_bytes = row_bytes / bb * slot;
+    const size_t file_row = row_bytes, bb = nib_type_block_bytes(type);
+    const dev_layout *L = layout_of(type);
+    if (L) row_bytes = row_bytes / bb * L->dev_block;
     if (!nib_mul_u64(row_bytes, (uint64_t)n_out, &bytes) || bytes > SIZE_MAX - WEIGHT_PAD)
         return nib_error_set(err, NIB_ERR_ARG, "CUDA upload: size overflow");
     nib_cuda_weight *w = (nib_cuda_weight *)calloc(1, sizeof *w);
     if (!w) return nib_error_set(err, NIB_ERR_NOMEM, "CUDA upload: out of host memory");
-    w->type = type, w->n_in = n_in, w->n_out = n_out, w->row_bytes = row_bytes, w->bytes = (size_t)bytes;
+    w->type = L ? L->dev : type, w->n_in = n_in, w->n_out = n_out, w->row_bytes = row_bytes, w->bytes = (size_t)bytes;
     cudaError_t e = cudaMalloc(&w->dev, w->bytes + WEIGHT_PAD);
     if (e != cudaSuccess) {
         const size_t need = w->bytes + WEIGHT_PAD;
@@ -223,7 +262,7 @@ extern "C" nib_status nib_cuda_weight_upload(nib_type type, const void *host, in
         cuda_ok(e, "cudaMalloc", "weight upload", err);
         return err ? err->status : NIB_ERR_IO;
     }
-    const bool copied = slot ? upload_slots(w->dev, (const uint8_t *)host, file_row / bb * (size_t)n_out, bb, slot, err)
+    const bool copied = L ? upload_repacked(w->dev, (const uint8_t *)host, file_row / bb * (size_t)n_out, bb, L, err)
                              : CUDA_OK(cudaMemcpy(w->dev, host, w->bytes, cudaMemcpyHostToDevice), "weight upload", err);
     if ((nib_cuda_has_gemv(type) && !cuda_gemv_plan(w, err)) || !copied ||
         !CUDA_OK(cudaMemset(w->dev + w->bytes, 0, WEIGHT_PAD), "weight upload padding", err)) {

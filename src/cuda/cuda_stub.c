@@ -65,6 +65,7 @@ nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_weight *up, 
 }
 size_t nib_cuda_weight_bytes(const nib_cuda_weight *w) { (void)w; return 0; }
 uint64_t nib_cuda_layout_bytes(nib_type type, uint64_t file_bytes) { (void)type; return file_bytes; }
+nib_type nib_cuda_device_type(nib_type type) { return type; }
 bool nib_cuda_has_gemv(nib_type type) { (void)type; return false; }
 const char *nib_cuda_gemv_path(nib_type type) { (void)type; return NULL; }
 size_t nib_cuda_gemv_scratch_bytes(const nib_cuda_weight *w) { (void)w; return 0; }

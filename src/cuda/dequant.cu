@@ -359,29 +359,6 @@ struct dq_iq4_xs {
 
 /* quant/q_ternary.c: y = (float)t * d with t in -1..1. */
 
-/* TQ1_0, 54 bytes: qs[48] at 0, qh[4] at 48, d at 52. Trit k of a byte is the
- * leading trit of (byte * 3^k mod 256): ((b * 3) >> 8). Element e:
- *   e < 160        qs[e % 32], trit e / 32
- *   160 <= e < 240 qs[32 + (e - 160) % 16], trit (e - 160) / 16
- *   240 <= e       qh[(e - 240) % 4], trit (e - 240) / 4 */
-struct dq_tq1_0 {
-    static constexpr int QK = 256, BYTES = 54, PE = 32, CH = 3, SIDE = 8, UNIT = 1; /* CH, SIDE: its tiled form */
-    template <class P>
-    static __device__ __forceinline__ void dec(P b, int p, float (&v)[PE]) {
-        const float d = dq_half(ld16(b + 52));
-#pragma unroll
-        for (int m = 0; m < 32; m++) {
-            const int e = 32 * p + m;
-            int byte_off, k;
-            if (e < 160) byte_off = e % 32, k = e / 32;
-            else if (e < 240) byte_off = 32 + (e - 160) % 16, k = (e - 160) / 16;
-            else byte_off = 48 + (e - 240) % 4, k = (e - 240) / 4;
-            const uint32_t pow3 = k == 0 ? 1u : k == 1 ? 3u : k == 2 ? 9u : k == 3 ? 27u : 81u;
-            const uint32_t x = (ldb(b + byte_off) * pow3) & 0xFFu; /* wraps mod 256 on purpose */
-            v[m] = __fmul_rn((float)((int)((x * 3u) >> 8) - 1), d);
-        }
-    }
-};
 /* TQ2_0, 66 bytes: qs[64] at 0, d at 64. Element 128h + 32l + m is bits 2l..
  * of qs[32h + m], minus 1. */
 struct dq_tq2_0 {
@@ -889,7 +866,6 @@ static const get_rows_row get_rows_rows[] = {
     ROW_T32(IQ1_M, "iq1_m", dq_iq1_m),
     ROW_T32(IQ4_NL, "iq4_nl", dq_iq4_nl),
     ROW_T32(IQ4_XS, "iq4_xs", dq_iq4_xs),
-    ROW_T32(TQ1_0, "tq1_0", dq_tq1_0),
     ROW_T32(TQ2_0, "tq2_0", dq_tq2_0),
     ROW_T32(MXFP4, "mxfp4", dq_mxfp4),
 };
@@ -900,7 +876,8 @@ static const get_rows_row *get_rows_row_get(nib_type t) {
     return NULL;
 }
 
-extern "C" bool nib_cuda_has_get_rows(nib_type type) { return get_rows_row_get(type) != NULL; }
+/* a file's type, as the device keeps it (nib_cuda_device_type) */
+extern "C" bool nib_cuda_has_get_rows(nib_type type) { return get_rows_row_get(nib_cuda_device_type(type)) != NULL; }
 
 /* ---- the op entry ------------------------------------------------------------------- */
 

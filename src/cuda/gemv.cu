@@ -147,15 +147,12 @@ static unsigned grid_of(const nib_cuda_weight *w, int rows_per_block) {
  * not by loads in flight. Kernel lab, 14336 x 4096, PDL graph replay,
  * against their plain launch: IQ2_XXS 21.2 -> 15.7 us, IQ3_S 26.5 -> 19.5,
  * IQ1_S 23.4 -> 14.2 (at U = 4 the split lost: 20.7 for IQ2_XXS); TQ2_0
- * 20.6 -> 12.9, TQ1_0 17.6 -> 15.7 (bench/gpu-decode-notes.md v33, v34). */
+ * 20.6 -> 12.9 (bench/gpu-decode-notes.md v33, v34; TQ1_0 is read as
+ * TQ2_0, cuda/gpu_layout.h). */
 enum { KS_NONE, KS_ALL, KS_LONG, KS_NARROW, KS_U1 };
 template <class F>
 struct u1_split { /* the codebook formats: 32-element items, 448 on a 14336 row */
     static constexpr int KS = 4, R = 2;
-};
-template <>
-struct u1_split<fmt_tq1_0> { /* 256-element items: 56 on a 14336 row, so 64 lanes */
-    static constexpr int KS = 2, R = 2;
 };
 template <>
 struct u1_split<fmt_tq2_0> { /* 112 items; 4 rows a group won (12.9 us against 16.9 at 2) */
@@ -448,13 +445,13 @@ static const gemv_row gemv_rows[] = {
     ROW_Q8_KS(MXFP4, "mxfp4", fmt_mxfp4, 1, 4, false, KS_ALL),
     /* gemv_formats_extra.cuh: untuned (R = 1, U = 4 as the legacy formats) */
     {NIB_TYPE_F32, "gemv_f32", false, launch_f32, NULL, occupancy_f32, GEMV_WARPS, true, NULL},
-    /* TQ1_0, TQ2_0: 4 rows a warp on a persistent grid for one token, as Q3_K
+    /* TQ2_0 (and TQ1_0, kept as TQ2_0 on the device: gpu_layout.h): 4 rows a
+     * warp on a persistent grid for one token, as Q3_K
      * (kernel lab, against 1 row a warp: TQ2_0 4096 x 14336 22.4 -> 13.7 us,
      * 14336 x 4096 22.9 -> 15.1; TQ1_0 14336 x 4096 30.8 -> 17.9, 4096 x 4096
      * 12.4 -> 9.7); their gate/up kernel keeps 1 row a warp, unmeasured. The
      * IQ1/IQ2/IQ3 kernels lost with it (IQ2_XXS 14336 x 4096 26.8 -> 43.7).
      * Long rows split K at U = 1 (KS_U1). */
-    ROW_Q8_GLU(TQ1_0, "tq1_0", fmt_tq1_0, 4, 1, true, KS_U1, 1, 1),
     ROW_Q8_GLU(TQ2_0, "tq2_0", fmt_tq2_0, 4, 1, true, KS_U1, 1, 1),
     ROW_Q8_KS(IQ2_XXS, "iq2_xxs", fmt_iq2_xxs, 1, 4, false, KS_U1),
     ROW_Q8_KS(IQ2_XS, "iq2_xs", fmt_iq2_xs, 1, 4, false, KS_U1),
@@ -471,10 +468,11 @@ static const gemv_row *row_get(nib_type t) {
     return NULL;
 }
 
-extern "C" bool nib_cuda_has_gemv(nib_type type) { return row_get(type) != NULL; }
+/* a file's type, as the device keeps it (nib_cuda_device_type) */
+extern "C" bool nib_cuda_has_gemv(nib_type type) { return row_get(nib_cuda_device_type(type)) != NULL; }
 
 extern "C" const char *nib_cuda_gemv_path(nib_type type) {
-    const gemv_row *r = row_get(type);
+    const gemv_row *r = row_get(nib_cuda_device_type(type));
     return r ? (r->act_q8 ? "dp4a" : "f32") : NULL;
 }
 

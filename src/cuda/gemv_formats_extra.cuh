@@ -1,4 +1,4 @@
-/* GEMV formats beyond gemv_kernels.cuh's: the ternary TQ1_0/TQ2_0, the IQ
+/* GEMV formats beyond gemv_kernels.cuh's: the ternary TQ2_0 (TQ1_0 too: gpu_layout.h), the IQ
  * lattice formats (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M), and
  * a float kernel for F32 weights.
  *
@@ -318,60 +318,6 @@ struct fmt_tq2_0 {
             acc += __ldg(&ds[4 * hh + k].x) * (float)sumi;
         }
         return h2f_at(b + 64) * acc;
-    }
-};
-
-/* Trit k of each of the 4 bytes of w, as bytes t + 1 (0..2): the leading trit
- * of (byte * 3^k mod 256) is (x * 3) >> 8 (q_ternary.c). The bytes go through
- * two 16-bit lanes per word (even and odd bytes), where byte * 81 * 3 < 2^16
- * cannot carry into the next lane. */
-__device__ __forceinline__ int tq1_trits4(uint32_t w, uint32_t pow3) {
-    uint32_t ev = ((w & 0x00FF00FFu) * pow3) & 0x00FF00FFu;
-    uint32_t od = (((w >> 8) & 0x00FF00FFu) * pow3) & 0x00FF00FFu;
-    ev = ((ev * 3u) >> 8) & 0x00030003u;
-    od = ((od * 3u) >> 8) & 0x00030003u;
-    return (int)(ev | od << 8);
-}
-
-/* TQ1_0, 54 bytes: qs[48] at 0, qh[4] at 48, d at 52. Item = the whole block
- * (the three regions interleave elements across all eight activation
- * blocks):
- *   qs[0..31]   trit k of byte m is element 32k + m            (k < 5)
- *   qs[32..47]  trit k of byte 32 + m is element 160 + 16k + m (k < 5)
- *   qh[0..3]    trit k of byte m is element 240 + 4k + m       (k < 4) */
-struct fmt_tq1_0 {
-    static constexpr int QK = 256, BYTES = 54, CH = 256;
-    static __device__ __forceinline__ float dot(const uint8_t *b, int, const int8_t *xq, const float2 *ds) {
-        uint32_t w[13];
-        load_words(b, w);
-        constexpr uint32_t P3[5] = {1, 3, 9, 27, 81};
-        int a[8];
-        float acc = 0.0f;
-#pragma unroll
-        for (int k = 0; k < 5; k++) { /* activation blocks 0..4: qs[0..31], trit k */
-            load_act32(xq + 32 * k, a);
-            int sumi = -act_sum32(a);
-#pragma unroll
-            for (int i = 0; i < 8; i++) sumi = __dp4a(tq1_trits4(w[i], P3[k]), a[i], sumi);
-            acc += __ldg(&ds[k].x) * (float)sumi;
-        }
-#pragma unroll
-        for (int blk = 5; blk < 8; blk++) { /* blocks 5..7: qs[32..47] trits 2(blk-5), +1; block 7 then qh */
-            load_act32(xq + 32 * blk, a);
-            const int k0 = 2 * (blk - 5);
-            int sumi = -act_sum32(a); /* every word of a is used once below */
-#pragma unroll
-            for (int i = 0; i < 4; i++) sumi = __dp4a(tq1_trits4(w[8 + i], P3[k0]), a[i], sumi);
-            if (blk < 7) {
-#pragma unroll
-                for (int i = 0; i < 4; i++) sumi = __dp4a(tq1_trits4(w[8 + i], P3[k0 + 1]), a[4 + i], sumi);
-            } else {
-#pragma unroll
-                for (int k = 0; k < 4; k++) sumi = __dp4a(tq1_trits4(w[12], P3[k]), a[4 + k], sumi);
-            }
-            acc += __ldg(&ds[blk].x) * (float)sumi;
-        }
-        return h2f_at(b + 52) * acc;
     }
 };
 

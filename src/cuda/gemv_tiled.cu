@@ -46,12 +46,12 @@
 /* the formats with a tiled form: gemv_tiled_kq.cu, gemv_tiled_iq.cu, gemv_tiled_legacy.cu */
 extern const t32_ops t32_ops_q4_0, t32_ops_q4_K, t32_ops_q5_K, t32_ops_q6_K, t32_ops_q3_K, t32_ops_q2_K,
     t32_ops_iq4_xs, t32_ops_iq2_xxs, t32_ops_iq2_xs, t32_ops_iq2_s, t32_ops_iq3_xxs, t32_ops_iq3_s, t32_ops_iq1_s,
-    t32_ops_iq1_m, t32_ops_tq2_0, t32_ops_tq1_0, t32_ops_q4_1, t32_ops_q5_0, t32_ops_q5_1, t32_ops_iq4_nl, t32_ops_mxfp4;
+    t32_ops_iq1_m, t32_ops_tq2_0, t32_ops_q4_1, t32_ops_q5_0, t32_ops_q5_1, t32_ops_iq4_nl, t32_ops_mxfp4;
 static const t32_ops *const t32_table[] = {
     &t32_ops_q4_0,    &t32_ops_q4_K,   &t32_ops_q5_K,  &t32_ops_q6_K,    &t32_ops_q3_K,
     &t32_ops_q2_K,    &t32_ops_iq4_xs, &t32_ops_iq2_xxs, &t32_ops_iq2_xs, &t32_ops_iq2_s,
     &t32_ops_iq3_xxs, &t32_ops_iq3_s,  &t32_ops_iq1_s, &t32_ops_iq1_m,   &t32_ops_tq2_0,
-    &t32_ops_tq1_0,   &t32_ops_q4_1,   &t32_ops_q5_0,  &t32_ops_q5_1,    &t32_ops_iq4_nl,
+    &t32_ops_q4_1,   &t32_ops_q5_0,  &t32_ops_q5_1,    &t32_ops_iq4_nl,
     &t32_ops_mxfp4,
 };
 

@@ -23,4 +23,3 @@ T32_OPS(t32_ops_iq3_s, NIB_TYPE_IQ3_S, t32_iq3_s, 8, T32_SEG_WARPS, true, true, 
 T32_OPS(t32_ops_iq1_s, NIB_TYPE_IQ1_S, t32_iq1_s, 8, T32_SEG_WARPS, true, true, true)
 T32_OPS(t32_ops_iq1_m, NIB_TYPE_IQ1_M, t32_iq1_m, 8, T32_SEG_WARPS, true, true, false)
 T32_OPS(t32_ops_tq2_0, NIB_TYPE_TQ2_0, t32_tq2_0, 8, T32_SEG_WARPS, true, true, false)
-T32_OPS(t32_ops_tq1_0, NIB_TYPE_TQ1_0, t32_tq1_0, 8, T32_SEG_WARPS, true, true, false)

@@ -10,8 +10,8 @@
  * Geometry: each block is its device bytes in order, cut into CH chunks and
  * SIDE bytes apart (gemv_tiled.cuh t32_w): IQ2_XXS 66 = 4 + 2, IQ2_S 82 =
  * 5 + 2, IQ3_XXS 98 = 6 + 2, IQ1_S 50 = 3 + 2, IQ1_M 56 = 3 + 8, TQ2_0 66 =
- * 4 + 2; IQ2_XS's 74 and IQ3_S's 110 are padded to 5 and 7 chunks, TQ1_0's
- * 54 to 3 chunks and 8 side bytes. */
+ * 4 + 2; IQ2_XS's 74 and IQ3_S's 110 are padded to 5 and 7 chunks. TQ1_0
+ * is TQ2_0 on the device (gpu_layout.h). */
 #ifndef NIB_CUDA_GEMV_TILED_IQ_CUH
 #define NIB_CUDA_GEMV_TILED_IQ_CUH
 
@@ -414,40 +414,6 @@ struct t32_tq2_0 : t32_geo<66, 4, 2, true> {
             acc += x.d * (float)sumi;
         }
         return h2f(t32_word(w, 16)) * acc;
-    }
-};
-
-/* TQ1_0: qs[48] (words 0-11), qh[4] (word 12), d (word 13): the element
- * order of fmt_tq1_0 */
-struct t32_tq1_0 : t32_geo<54, 3, 8, true> {
-    static __device__ __forceinline__ float dot(const t32_w<CH, SIDE> &w, const uint8_t *act) {
-        constexpr uint32_t P3[5] = {1, 3, 9, 27, 81};
-        float acc = 0.0f;
-#pragma unroll
-        for (int k = 0; k < 5; k++) { /* activation blocks 0..4: qs[0..31], trit k */
-            const t32_act32 x = t32_act_of(act, k);
-            int sumi = -t32_sum32(act, k);
-#pragma unroll
-            for (int i = 0; i < 8; i++) sumi = __dp4a(tq1_trits4(t32_word(w, i), P3[k]), x.a[i], sumi);
-            acc += x.d * (float)sumi;
-        }
-#pragma unroll
-        for (int blk = 5; blk < 8; blk++) { /* qs[32..47] trits 2(blk - 5), +1; block 7 then qh */
-            const t32_act32 x = t32_act_of(act, blk);
-            const int k0 = 2 * (blk - 5);
-            int sumi = -t32_sum32(act, blk);
-#pragma unroll
-            for (int i = 0; i < 4; i++) sumi = __dp4a(tq1_trits4(t32_word(w, 8 + i), P3[k0]), x.a[i], sumi);
-            if (blk < 7) {
-#pragma unroll
-                for (int i = 0; i < 4; i++) sumi = __dp4a(tq1_trits4(t32_word(w, 8 + i), P3[k0 + 1]), x.a[4 + i], sumi);
-            } else {
-#pragma unroll
-                for (int k = 0; k < 4; k++) sumi = __dp4a(tq1_trits4(t32_word(w, 12), P3[k]), x.a[4 + k], sumi);
-            }
-            acc += x.d * (float)sumi;
-        }
-        return h2f(t32_word(w, 13)) * acc;
     }
 };
 

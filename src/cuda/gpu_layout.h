@@ -18,7 +18,18 @@
  * The tiled GEMV's matrices (gemv_tiled.cuh: Q4_K and Q6_K, chosen by
  * nib_cuda_weight_tile after upload) take another layout again: tiles of 32
  * blocks with their 16-byte chunks interleaved, Q6_K's 210-byte blocks as 13
- * chunks and their d's apart, so without the slot's padding. */
+ * chunks and their d's apart, so without the slot's padding.
+ *
+ * TQ1_0 (five trits a byte, 54 bytes a block) goes to the device as TQ2_0
+ * (two bits a trit, 66 bytes: nib_tq1_0_to_tq2_0, q_ternary.c): the same
+ * values, so the same integer sums, and every device reader of it is
+ * TQ2_0's. Decoding five trits from a byte took ~3.5 instructions a weight
+ * where TQ2_0 takes under one, and the GEMVs of both are bound by
+ * instruction issue, not bytes: kernel lab, PDL graph us, TQ1_0 -> TQ2_0 on
+ * the tiled kernels, 4096 x 4096 6.4 -> 5.3, 14336 x 4096 12.9 -> 10.3,
+ * 4096 x 128256 65.6 -> 40.9 (bench/results/2026-12-02-h200-gemv-tiled-iq.md).
+ * 22% more device memory for a TQ1_0 matrix; bench's roofline keeps counting
+ * the file's bytes. */
 #ifndef NIB_CUDA_GPU_LAYOUT_H
 #define NIB_CUDA_GPU_LAYOUT_H
 

@@ -93,6 +93,8 @@ NIB_DECLARE_FORMAT(tq2_0)
 NIB_DECLARE_FORMAT(mxfp4)
 float nib_vec_dot_tq1_0_q8_K(int64_t n, const void *w, const void *a);
 float nib_vec_dot_tq2_0_q8_K(int64_t n, const void *w, const void *a);
+/* n_blocks TQ1_0 blocks as TQ2_0 blocks holding the same values (q_ternary.c) */
+void nib_tq1_0_to_tq2_0(const void *src, void *dst, int64_t n_blocks);
 float nib_vec_dot_mxfp4_q8_0(int64_t n, const void *w, const void *a);
 /* MXFP4's E2M1 values doubled, by 4-bit code, and half the E8M0 block scale
  * 2^(e - 128) that goes with them: a code q stands for

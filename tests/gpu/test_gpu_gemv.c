@@ -302,6 +302,29 @@ static void test_errors(void) {
     printf("      huge upload says: %s\n", err.msg);
 }
 
+/* TQ1_0 goes to the device as TQ2_0 (cuda/gpu_layout.h): 66 bytes a block
+ * there, and the memory plan counts them (the products are checked against
+ * TQ1_0's CPU reference by gemv_TQ1_0 above) */
+static void test_tq1_0_as_tq2_0(void) {
+    nib_error err = {0};
+    nib_cuda_weight *w = NULL;
+    const int64_t n_in = 512, n_out = 3;
+    uint8_t blk[2 * 54 * 3];
+    for (size_t i = 0; i < sizeof blk; i++) blk[i] = (uint8_t)(rng_u64() >> 7);
+    CHECK(nib_cuda_device_type(NIB_TYPE_TQ1_0) == NIB_TYPE_TQ2_0, "TQ1_0 is kept as %s",
+          nib_type_name(nib_cuda_device_type(NIB_TYPE_TQ1_0)));
+    CHECK(nib_cuda_device_type(NIB_TYPE_Q4_K) == NIB_TYPE_Q4_K, "Q4_K is kept as another type");
+    CHECK(nib_cuda_layout_bytes(NIB_TYPE_TQ1_0, 54 * 10) == 66 * 10, "TQ1_0 layout bytes %llu for 10 blocks",
+          (unsigned long long)nib_cuda_layout_bytes(NIB_TYPE_TQ1_0, 54 * 10));
+    nib_status s = nib_cuda_weight_upload(NIB_TYPE_TQ1_0, blk, n_in, n_out, &w, &err);
+    CHECK(s == NIB_OK, "TQ1_0 upload: %s", err.msg);
+    if (s == NIB_OK) {
+        CHECK(nib_cuda_weight_bytes(w) == (size_t)(66 * 2 * 3), "TQ1_0 takes %zu device bytes, expected %d",
+              nib_cuda_weight_bytes(w), 66 * 2 * 3);
+        nib_cuda_weight_free(w);
+    }
+}
+
 int main(void) {
     if (!gpu_test_start("cuda")) return test_summary();
     char name[64];
@@ -317,5 +340,6 @@ int main(void) {
     }
     RUN(test_tiled);
     RUN(test_errors);
+    RUN(test_tq1_0_as_tq2_0);
     return test_summary();
 }
