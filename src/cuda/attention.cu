@@ -85,6 +85,8 @@
  * summed by xor-shuffles. Teams walk R rows per step: all R rows' K and V
  * loads are issued before any arithmetic (memory-level parallelism), and the
  * running max and the rescale of acc happen once per R rows, not per row.
+ * At GB <= ATTN_PIPE_GB_MAX the next step's loads are issued before this
+ * step's arithmetic, so a chunk's steps overlap.
  * At the end the teams of a warp combine by shuffles, the 4 warps through
  * shared memory.
  *
@@ -117,6 +119,16 @@
 #define ATTN_CLUSTER_MAX 8        /* splits merged through a thread block cluster at most (portable size) */
 #define ATTN_GB_MAX 8             /* query heads a CTA at most (the register budget's largest) */
 #define ATTN_ONE_HEAD_CTAS 1024   /* one token: a query head a CTA while the grid stays within this */
+/* A CTA's steps after the first overlap where GB is at most this: the next
+ * step's K/V rows are loaded before the current step's arithmetic. A chunk
+ * of 256 rows is 8 steps of a 4-warp CTA (32 rows a step at head dim 128),
+ * and each waited on its loads. GB 1 goes from 62 to 99 registers, GB 2
+ * from 80 to 122; GB 4 would go from 128 to 168 (a CTA a multiprocessor
+ * fewer). tg64 at depth 4096 (GB 1), one run, two rounds: Llama-3-8B Q4_K_M
+ * 418.4 / 420.3 -> 435.5 / 437.9 t/s (+4%), Qwen2.5-0.5B 1,483.6 / 1,492.2 ->
+ * 1,512.4 / 1,521.9 (+2%); tg128 (one step a CTA) 539 -> 541
+ * (bench/gpu-decode-notes.md v91). */
+#define ATTN_PIPE_GB_MAX 2
 #define ATTN_COUNTERS 1024        /* arrival counters at the head of scratch */
 #define ATTN_COUNTER_BYTES (ATTN_COUNTERS * 4)
 #define ATTN_WARPS 4              /* warps per attn_split CTA */
@@ -517,10 +529,30 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
         attn_step<T, R, NCK, NCV, GB>(kr, vr, qr, m, l, acc, base0 + team * R, lo, hi, a.softcap);
         base += STEP;
     }
-    for (; base < hi; base += STEP) {
-        const int row0 = base + team * R;
-        attn_load_step<T, R, NCK, NCV, false>(kr, vr, kb, vb, k_row, v_row, row0, lo, hi, tl, ck, cv);
-        attn_step<T, R, NCK, NCV, GB>(kr, vr, qr, m, l, acc, row0, lo, hi, a.softcap);
+    if (GB <= ATTN_PIPE_GB_MAX) {
+        /* the next step's rows in flight while this one computes (rows at or
+         * past hi are predicated off: no load, zeros) */
+        if (base < hi)
+            attn_load_step<T, R, NCK, NCV, false>(kr, vr, kb, vb, k_row, v_row, base + team * R, lo, hi, tl, ck, cv);
+        for (; base < hi; base += STEP) {
+            const int row0 = base + team * R;
+            uint4 kn[R][NCK], vn[R][NCV];
+            attn_load_step<T, R, NCK, NCV, false>(kn, vn, kb, vb, k_row, v_row, row0 + STEP, lo, hi, tl, ck, cv);
+            attn_step<T, R, NCK, NCV, GB>(kr, vr, qr, m, l, acc, row0, lo, hi, a.softcap);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+#pragma unroll
+                for (int i = 0; i < NCK; i++) kr[r][i] = kn[r][i];
+#pragma unroll
+                for (int i = 0; i < NCV; i++) vr[r][i] = vn[r][i];
+            }
+        }
+    } else {
+        for (; base < hi; base += STEP) {
+            const int row0 = base + team * R;
+            attn_load_step<T, R, NCK, NCV, false>(kr, vr, kb, vb, k_row, v_row, row0, lo, hi, tl, ck, cv);
+            attn_step<T, R, NCK, NCV, GB>(kr, vr, qr, m, l, acc, row0, lo, hi, a.softcap);
+        }
     }
     /* Only now may the next kernel's blocks launch: triggered at the top, they
      * (and, through their own early triggers, the kernels after them) took
