@@ -13,7 +13,7 @@
 #include "cuda/cuda_internal.h"
 #include "cuda/gpu_layout.h"
 extern "C" {
-#include "quant/formats.h" /* nib_tq1_0_to_tq2_0 */
+#include "quant/formats.h" /* nib_tq1_0_to_tq2_0, block_tq2_0 */
 }
 
 static void say(char *reason, size_t n, const char *fmt, const char *a, int b, int c) {
@@ -191,7 +191,7 @@ static void repack_tq1_0(const uint8_t *src, uint8_t *dst, size_t n, size_t, siz
 
 static const dev_layout dev_layouts[] = {
     {NIB_TYPE_Q6_K, NIB_TYPE_Q6_K, NIB_CUDA_Q6_K_SLOT, repack_slots},
-    {NIB_TYPE_TQ1_0, NIB_TYPE_TQ2_0, 66, repack_tq1_0},
+    {NIB_TYPE_TQ1_0, NIB_TYPE_TQ2_0, sizeof(block_tq2_0), repack_tq1_0},
 };
 
 static const dev_layout *layout_of(nib_type t) {
