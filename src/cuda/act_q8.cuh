@@ -15,11 +15,21 @@
  * nib_rmsnorm's ss / n + eps). Every GEMV that reads the activation adds them
  * and scales its dot by 1/sqrt(sum) (the dot is linear in the (d, s) pairs,
  * so that is the product with the normed row). All zero: the quants are the
- * row itself (every other writer zeroes them). */
+ * row itself (every other writer zeroes them). A norm kernel writes at most
+ * ACT_SCALE_PARTS parts, which every reader adds (act_rs_begin); the output
+ * projection's fused FFN norm (gemv_t32's NORM) writes one a 32-row block,
+ * up to ACT_SCALE_SLOTS, which only the tiled gate/up kernels read
+ * (act_rs_load4). */
 #define ACT_SCALE_PARTS 32
+#define ACT_SCALE_SLOTS 128 /* cuda.h's NIB_CUDA_ACT_SCALE_SLOTS */
 struct act_scale {
-    double part[ACT_SCALE_PARTS];
+    double part[ACT_SCALE_SLOTS];
 };
+
+/* Parts [first, ACT_SCALE_SLOTS) to zero, by threads t of nt. */
+__device__ __forceinline__ void act_scale_clear(act_scale *sc, int first, int t, int nt) {
+    for (int i = first + t; i < ACT_SCALE_SLOTS; i += nt) sc->part[i] = 0.0;
+}
 
 __device__ __forceinline__ void quantize_warp32(float v, int8_t *q_out, float2 *ds_out) {
     float amax = fabsf(v);

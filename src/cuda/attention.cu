@@ -499,8 +499,8 @@ __global__ void __launch_bounds__(ATTN_THREADS) attn_split(const attn_params a) 
         return;
     }
     /* no deferred norm in the quantized output: one CTA that always runs clears the trailer */
-    if (a.act_q && split == s_hi && blockIdx.y == 0 && t == 0 && threadIdx.x < ACT_SCALE_PARTS)
-        a.act_sc->part[threadIdx.x] = 0.0;
+    if (a.act_q && split == s_hi && blockIdx.y == 0 && t == 0)
+        act_scale_clear(a.act_sc, 0, (int)threadIdx.x, (int)blockDim.x);
     const int lo = max(base0, j0), hi = min(base0 + C, p + 1);  /* lo < hi for an active split */
 
     /* pre-scale q (one rounding per element, instead of a multiply per score) */

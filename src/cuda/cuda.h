@@ -145,6 +145,24 @@ nib_status nib_cuda_act_quantize(const float *x, int64_t n, int n_tok, void *act
 nib_status nib_cuda_matmul(const nib_cuda_weight *w, const float *x, const void *act, int n_tok, float *y, bool add,
                            void *stream, nib_error *err);
 
+/* One token's y += W x (the residual add) that also leaves the deferred
+ * RMSNorm of the new y, as nib_cuda_add_norm with defer would from y and
+ * norm_w: y * norm_w quantized into act_out (an activation buffer of w's
+ * n_out) with the row's partial sums of squares, for the next GEMV. One
+ * kernel instead of two: the output projection leaves the FFN's norm done.
+ * Only where nib_cuda_matmul_norm_ok(w) (a tiled matrix of 2-row groups, at
+ * most 4,096 rows, whole 32-row blocks); act and act_out must differ. Its
+ * trailer has one part a 32-row block, which only the tiled gate/up kernel
+ * reads: act_out is for nib_cuda_matmul_glu on a pair where
+ * nib_cuda_glu_takes_norm(gate). */
+bool nib_cuda_matmul_norm_ok(const nib_cuda_weight *w);
+bool nib_cuda_glu_takes_norm(const nib_cuda_weight *gate);
+/* The partial sums of squares at the end of an activation buffer (doubles;
+ * for tests that read one back) */
+#define NIB_CUDA_ACT_SCALE_SLOTS 128
+nib_status nib_cuda_matmul_norm(const nib_cuda_weight *w, const void *act, float *y, const float *norm_w, float eps,
+                                void *act_out, void *stream, nib_error *err);
+
 /* One token's y = W x with the greedy pick fused in: *best (0 before the
  * call) ends as the largest key (orderable value bits << 32 | 0xFFFFFFFF -
  * row) over the rows, so the argmax is 0xFFFFFFFF - (uint32_t)*best (the

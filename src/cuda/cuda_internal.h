@@ -61,6 +61,8 @@ struct nib_cuda_weight {
     int t32_grid;            /* the tiled kernel's persistent grid */
     int t32_warps;           /* the tiled kernel's warps a block */
     int t32_tile;            /* bytes a tile of 32 blocks (the format's tiled form, gemv_tiled.cuh) */
+    bool t32_norm;           /* one token's GEMV may also leave the deferred norm of its output
+                                (nib_cuda_matmul_norm; gemv_t32's NORM instance fits the device) */
 };
 
 /* Activation scratch (nib_cuda_act_quantize): n_tok rows of n int8 quants,

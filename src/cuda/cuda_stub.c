@@ -142,6 +142,19 @@ nib_status nib_cuda_matmul(const nib_cuda_weight *w, const float *x, const void 
     (void)w, (void)x, (void)act, (void)n_tok, (void)y, (void)add, (void)stream;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }
+bool nib_cuda_matmul_norm_ok(const nib_cuda_weight *w) {
+    (void)w;
+    return false;
+}
+bool nib_cuda_glu_takes_norm(const nib_cuda_weight *gate) {
+    (void)gate;
+    return false;
+}
+nib_status nib_cuda_matmul_norm(const nib_cuda_weight *w, const void *act, float *y, const float *norm_w, float eps,
+                                void *act_out, void *stream, nib_error *err) {
+    (void)w, (void)act, (void)y, (void)norm_w, (void)eps, (void)act_out, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
 nib_status nib_cuda_matmul_argmax(const nib_cuda_weight *w, const float *x, const void *act, float *y,
                                   uint64_t *best, void *stream, nib_error *err) {
     (void)w, (void)x, (void)act, (void)y, (void)best, (void)stream;

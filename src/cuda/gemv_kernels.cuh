@@ -59,7 +59,7 @@ static __global__ void quantize_act_q8(const float *__restrict__ x, int8_t *__re
     pdl_launch_dependents();
     pdl_wait();
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < ACT_SCALE_PARTS) sc->part[i] = 0.0; /* no deferred norm (n >= 32: these threads exist) */
+    if (blockIdx.x == 0) act_scale_clear(sc, 0, (int)threadIdx.x, (int)blockDim.x); /* no deferred norm */
     if (i >= (int64_t)n * n_tok) return;  /* n % 32 == 0: whole warps leave together */
     const int t = (int)(i / n), j = (int)(i % n);
     quantize_warp32(x[i], qs + (int64_t)t * qs_stride + j, ds + i / 32);
@@ -122,10 +122,29 @@ struct act_q8 {
  * part l before a kernel's dot loop and the sum is taken after it, so the
  * load's latency hides under the weight loads (2 registers live across the
  * loop). The butterfly gives every lane the same bits, in the same order on
- * every run. 1 without a norm (all parts zero). */
+ * every run. 1 without a norm (all parts zero). The parts past
+ * ACT_SCALE_PARTS are read only by the tiled gate/up kernels
+ * (act_rs_load4): only the output projection's fused norm writes them, and
+ * only those kernels read its activation (every other writer leaves them
+ * zero). Four loads a lane in every GEMV cost 2.2% on Llama-3.2-1B and 1% on
+ * Qwen2.5-7B (bench/gpu-decode-notes.md v94). */
+static_assert(ACT_SCALE_PARTS == 32, "act_rs_begin: a part a lane");
 __device__ __forceinline__ double act_rs_begin(const act_q8 &a, int lane) {
-    return a.sc->part[lane & (ACT_SCALE_PARTS - 1)];
+    return a.sc->part[lane & 31];
 }
+/* All ACT_SCALE_SLOTS parts, lane l's four loaded before a kernel's
+ * activation fill and added after it (act_rs_fold), so the adds wait on no
+ * load the fill has not waited on already. Adding parts that are zero
+ * changes no bit, so a trailer of 32 parts gives act_rs_begin's value. */
+static_assert(ACT_SCALE_SLOTS == 4 * 32, "act_rs_load4: four parts a lane");
+struct act_rs4 {
+    double p0, p1, p2, p3;
+};
+__device__ __forceinline__ act_rs4 act_rs_load4(const act_q8 &a, int lane) {
+    const double *p = a.sc->part + (lane & 31);
+    return act_rs4{p[0], p[32], p[64], p[96]};
+}
+__device__ __forceinline__ double act_rs_fold(const act_rs4 &r) { return (r.p0 + r.p1) + (r.p2 + r.p3); }
 __device__ __forceinline__ float act_rs_end(double s) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xFFFFFFFFu, s, o);

@@ -592,18 +592,38 @@ __device__ __forceinline__ int t32_row(int j, int lane, int nb, int &sb) {
     return r;
 }
 
+/* The deferred RMSNorm of a GEMV's output (gemv_t32 with NORM): y's rows
+ * times w, quantized into qs/ds, and each block's sum of squares into part
+ * blockIdx.x of sc, as norm_q8_deferred leaves them for n = n_out (one part a
+ * block of 32 rows instead of 256). */
+struct t32_norm {
+    const float *w;
+    int8_t *qs;
+    float2 *ds;
+    act_scale *sc;
+    float eps;
+};
+
 /* y[row] = W[row] . x (+ y[row] when add) for one token. GLU: W is a
  * gate/up pair tiled as one matrix of interleaved rows (gate i at 2i, up i at
  * 2i + 1; G even), and h[i] = act(gate i . x) * (up i . x) goes to y[i].
  * best: the fused argmax's key (row_key, gemv_kernels.cuh), or NULL. Shared
- * memory: t32_smem_bytes<F>(n_in). Launch any grid: warps loop over row groups. */
-template <class F, int WARPS, int G, bool GLU>
+ * memory: t32_smem_bytes<F>(n_in). Launch any grid: warps loop over row groups.
+ * NORM (WARPS * G == 32): a block's warps take one group each, the block's 32
+ * rows, and after them the block normalises those rows into nrm (t32_norm):
+ * the grid must be exactly n_out / 32 blocks. So the output projection
+ * leaves the FFN's norm done and the step loses that kernel. */
+template <class F, int WARPS, int G, bool GLU, bool NORM = false>
 __global__ void __launch_bounds__(WARPS * 32)
 gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_in, int n_out, int add, int act,
-         unsigned long long *best) {
+         unsigned long long *best, t32_norm nrm) {
     uint8_t *const t32_act = t32_act_smem<F>();
     static_assert(!GLU || G % 2 == 0, "a GLU group holds whole (gate, up) pairs");
+    static_assert(!NORM || (WARPS * G == 32 && !GLU), "a norm block is 32 rows, a group a warp");
+    __shared__ float x_norm[NORM ? 32 : 1];
     pdl_launch_dependents();
+    /* the norm weight of this block's rows: a weight, read before the wait */
+    const float w_norm = NORM && threadIdx.x < 32 ? __ldg(nrm.w + blockIdx.x * 32 + threadIdx.x) : 0.0f;
     const int lane = threadIdx.x & 31;
     const int nb = n_in / F::QK, T = G * nb / 32; /* tiles a group */
     const int n_groups = (n_out + G - 1) / G;
@@ -618,8 +638,14 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
     if (count > 0) load(A); /* weights depend on no kernel: before the wait */
     t32_prepare<F>();
     pdl_wait();
-    const double rsp = act_rs_begin(a, lane); /* its load in flight with the fill's */
+    /* the row scale's loads in flight with the fill's (a gate/up pair reads
+     * all the parts: the output projection's fused norm leaves 128) */
+    act_rs4 rs4 = {0.0, 0.0, 0.0, 0.0};
+    double rsp = 0.0;
+    if constexpr (GLU) rs4 = act_rs_load4(a, lane);
+    else rsp = act_rs_begin(a, lane);
     t32_fill<F>(t32_act, a, nb);
+    if constexpr (GLU) rsp = act_rs_fold(rs4);
     unsigned long long mine = 0;
     if (count > 0) {
         const float rs = act_rs_end(rsp);
@@ -647,6 +673,7 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
                         } else {
                             const float v2 = add ? y[row] + out[q] : out[q];
                             y[row] = v2;
+                            if (NORM) x_norm[row & 31] = v2;
                             const unsigned long long k = row_key(v2, row);
                             mine = k > mine ? k : mine;
                         }
@@ -659,6 +686,20 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
             step(A);
             if (k + 2 < count) load(A);
             if (k + 1 < count) step(B);
+        }
+    }
+    if (NORM) { /* norm_q8_deferred's arithmetic on this block's 32 rows */
+        __syncthreads();
+        if (threadIdx.x < 32) {
+            const int row = (int)blockIdx.x * 32 + lane;
+            const float v = x_norm[lane];
+            quantize_warp32(__fmul_rn(v, w_norm), nrm.qs + row, nrm.ds + row / 32);
+            double ss = (double)v * (double)v;
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xFFFFFFFFu, ss, o);
+            ss /= (double)n_out;
+            if (lane == 0) nrm.sc->part[blockIdx.x] = blockIdx.x == 0 ? ss + (double)nrm.eps : ss;
+            if (blockIdx.x == 0) act_scale_clear(nrm.sc, (int)gridDim.x, lane, 32);
         }
     }
     if (best) block_offer_best(best, mine);

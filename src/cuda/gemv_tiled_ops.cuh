@@ -38,7 +38,16 @@ struct t32_ops {
     /* one token's launch */
     cudaError_t (*launch)(const nib_cuda_weight *w, const act_q8 &a, float *y, int add, int act,
                           unsigned long long *best, cudaStream_t st);
+    /* one token's y += W x with the deferred norm of y into nrm (gemv_t32's
+     * NORM: 2-row groups, 16 warps a block, n_out / 32 blocks), or NULL where
+     * the format has no such instance (about square matrices not tiled, or a
+     * kernel above 128 registers, which 16 warps a block cannot hold) */
+    cudaError_t (*launch_norm)(const nib_cuda_weight *w, const act_q8 &a, float *y, const t32_norm &nrm,
+                               cudaStream_t st);
+    /* w->t32_norm: whether launch_norm takes the tiled matrix w on this device */
+    bool (*norm_plan)(nib_cuda_weight *w, nib_error *err);
 };
+#define T32_NORM_WARPS 16
 
 /* Blocks an SM holds of kernel K with smem bytes of dynamic shared memory.
  * Above the default 48 KB (the replicated IQ2 codebooks, gemv_tiled_iq.cuh)
@@ -168,25 +177,69 @@ static cudaError_t t32_launch(const nib_cuda_weight *w, const act_q8 &a, float *
         const int rows = 2 * (int)w->n_out;
         if (w->t32_g == 2)
             return pdl_launch(gemv_t32<F, W, 2, true>, grid, block, smem, st, w->dev, a, y, n_in, rows, 0, act,
-                              (unsigned long long *)NULL);
+                              (unsigned long long *)NULL, t32_norm{});
         if (w->t32_g == 4)
             return pdl_launch(gemv_t32<F, W, 4, true>, grid, block, smem, st, w->dev, a, y, n_in, rows, 0, act,
-                              (unsigned long long *)NULL);
+                              (unsigned long long *)NULL, t32_norm{});
         return cudaErrorInvalidValue;
     }
     const int n_out = (int)w->n_out;
     if (w->t32_g == 1)
-        return pdl_launch(gemv_t32<F, W, 1, false>, grid, block, smem, st, w->dev, a, y, n_in, n_out, add, act, best);
+        return pdl_launch(gemv_t32<F, W, 1, false>, grid, block, smem, st, w->dev, a, y, n_in, n_out, add, act, best,
+                          t32_norm{});
     if (w->t32_g == 2)
-        return pdl_launch(gemv_t32<F, W, 2, false>, grid, block, smem, st, w->dev, a, y, n_in, n_out, add, act, best);
+        return pdl_launch(gemv_t32<F, W, 2, false>, grid, block, smem, st, w->dev, a, y, n_in, n_out, add, act, best,
+                          t32_norm{});
     if (w->t32_g == 4)
-        return pdl_launch(gemv_t32<F, W, 4, false>, grid, block, smem, st, w->dev, a, y, n_in, n_out, add, act, best);
+        return pdl_launch(gemv_t32<F, W, 4, false>, grid, block, smem, st, w->dev, a, y, n_in, n_out, add, act, best,
+                          t32_norm{});
     return cudaErrorInvalidValue;
 }
 
+template <class F>
+static cudaError_t t32_launch_norm(const nib_cuda_weight *w, const act_q8 &a, float *y, const t32_norm &nrm,
+                                   cudaStream_t st) {
+    if (w->t32_kernel != T32_WARPS || w->t32_pair || w->t32_g * T32_NORM_WARPS != 32 || w->n_out % 32)
+        return cudaErrorInvalidValue;
+    return pdl_launch(gemv_t32<F, T32_NORM_WARPS, 2, false, true>, dim3((unsigned)(w->n_out / 32)),
+                      dim3(32 * T32_NORM_WARPS), t32_smem_bytes<F>((int)w->n_in), st, w->dev, a, y, (int)w->n_in,
+                      (int)w->n_out, 1, 0, (unsigned long long *)NULL, nrm);
+}
+
+template <class F>
+static bool t32_norm_plan(nib_cuda_weight *w, nib_error *err) {
+    w->t32_norm = false;
+    if (w->t32_kernel != T32_WARPS || w->t32_pair || w->t32_g * T32_NORM_WARPS != 32 || w->n_out % 32 ||
+        w->n_out / 32 > ACT_SCALE_SLOTS)
+        return true;
+    int a = 0;
+    if (!t32_per_sm(gemv_t32<F, T32_NORM_WARPS, 2, false, true>, 32 * T32_NORM_WARPS,
+                    t32_smem_bytes<F>((int)w->n_in), &a, err))
+        return false;
+    w->t32_norm = a > 0;
+    return true;
+}
+
+/* the two above where ON, else NULL (no instance of the NORM kernel) */
+template <class F, bool ON>
+constexpr cudaError_t (*t32_norm_launch_of())(const nib_cuda_weight *, const act_q8 &, float *, const t32_norm &,
+                                              cudaStream_t) {
+    if constexpr (ON) return t32_launch_norm<F>;
+    else return nullptr;
+}
+template <class F, bool ON>
+constexpr bool (*t32_norm_plan_of())(nib_cuda_weight *, nib_error *) {
+    if constexpr (ON) return t32_norm_plan<F>;
+    else return nullptr;
+}
+
 /* the table row NAME of format TYPE, tiled form F on blocks of W warps
- * (gemv_t32), of up to SW (gemv_t32_seg) */
-#define T32_OPS(NAME, TYPE, F, W, SW, KS, SQ, QKV) \
-    extern const t32_ops NAME = {TYPE, F::TILE, KS, SQ, QKV, t32_plan<F, W, SW>, t32_tile_launch<F>, t32_launch<F, W, SW>};
+ * (gemv_t32), of up to SW (gemv_t32_seg); the norm epilogue's instance where
+ * the output projection is tiled (SQ) on 8-warp blocks (W: at most 128
+ * registers) */
+#define T32_OPS(NAME, TYPE, F, W, SW, KS, SQ, QKV)                                                              \
+    extern const t32_ops NAME = {TYPE, F::TILE, KS, SQ, QKV, t32_plan<F, W, SW>, t32_tile_launch<F>,                \
+                                 t32_launch<F, W, SW>, t32_norm_launch_of<F, SQ && W == 8>(),                      \
+                                 t32_norm_plan_of<F, SQ && W == 8>()};
 
 #endif

@@ -64,8 +64,8 @@ __global__ void __launch_bounds__(1024) add_norm_kernel(nib_cuda_norm_args a, in
         pv[k] = i < n && a.post_w ? __ldg(a.post_w + i) : 0.0f;
     }
     pdl_wait();
-    if (a.act && t == 0 && threadIdx.x < ACT_SCALE_PARTS) /* no deferred norm (a block has >= 32 threads) */
-        ((act_scale *)((uint8_t *)a.act + scale_off))->part[threadIdx.x] = 0.0;
+    if (a.act && t == 0) /* no deferred norm */
+        act_scale_clear((act_scale *)((uint8_t *)a.act + scale_off), 0, (int)threadIdx.x, (int)blockDim.x);
 #pragma unroll
     for (int k = 0; k < PER_T; k++) {
         const int i = k * nt + threadIdx.x;
@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(1024) add_norm_kernel(nib_cuda_norm_args a, in
 __device__ __forceinline__ void deferred_part_store(double ss, int n, float eps, act_scale *sc) {
     ss = block_sum_d(ss) / (double)n;
     if (threadIdx.x == 0) sc->part[blockIdx.x] = blockIdx.x == 0 ? ss + (double)eps : ss;
-    if (blockIdx.x == 0 && threadIdx.x >= gridDim.x && threadIdx.x < ACT_SCALE_PARTS) sc->part[threadIdx.x] = 0.0;
+    if (blockIdx.x == 0) act_scale_clear(sc, (int)gridDim.x, (int)threadIdx.x, (int)blockDim.x);
 }
 
 /* The deferred norm of one row (nib_cuda_norm_args.defer): blocks of

@@ -84,6 +84,8 @@ struct nib_gpu {
     float *h, *tmp;                  /* (n_batch, n_ff) */
     float *logits;                   /* (n_vocab) */
     void *act;                       /* quantized activations, the widest of the step */
+    void *act_ffn;                   /* one token's FFN input when the output projection normed it */
+    bool ffn_normed;                 /* this layer's output projection left the FFN's norm in act_ffn */
     void *attn_scratch;
     void *sample_scratch;            /* nib_cuda_sample's */
     int32_t *io_dev, *io_host;       /* (IO_TOK + n_batch) */
@@ -336,7 +338,7 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
     size_t attn1 = nib_cuda_attention_scratch_bytes(1, hp->n_head, hp->head_dim_v, n_ctx);
     if (attn1 > attn) attn = attn1;
     uint64_t buf = kv_rows * (uint64_t)(KR + VR) * 2 + B * 4 * (uint64_t)(3 * E + QD + KR + VR + AD + 2 * F) +
-                   (uint64_t)hp->n_vocab * 4 + act + attn +
+                   (uint64_t)hp->n_vocab * 4 + act + nib_cuda_act_bytes(E, 1) + attn +
                    nib_cuda_sample_scratch_bytes(hp->n_vocab, NIB_CUDA_SAMPLE_MAX_K);
     uint64_t need = weight_bytes(m) + buf;
     nib_cuda_device_info info;
@@ -407,7 +409,8 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
         !(g->k = dev_alloc(g, B * KR * 4, err)) || !(g->v = dev_alloc(g, B * VR * 4, err)) ||
         !(g->att = dev_alloc(g, B * AD * 4, err)) || !(g->qkv = dev_alloc(g, B * (QD + KR + VR) * 4, err)) || !(g->h = dev_alloc(g, B * F * 4, err)) ||
         !(g->tmp = dev_alloc(g, B * F * 4, err)) || !(g->logits = dev_alloc(g, (uint64_t)hp->n_vocab * 4, err)) ||
-        !(g->act = dev_alloc(g, act, err)) || (attn && !(g->attn_scratch = dev_alloc(g, attn, err))) ||
+        !(g->act = dev_alloc(g, act, err)) || !(g->act_ffn = dev_alloc(g, nib_cuda_act_bytes(E, 1), err)) ||
+        (attn && !(g->attn_scratch = dev_alloc(g, attn, err))) ||
         !(g->sample_scratch = dev_alloc(g, nib_cuda_sample_scratch_bytes(hp->n_vocab, NIB_CUDA_SAMPLE_MAX_K), err)) ||
         !(g->io_dev = dev_alloc(g, (IO_TOK + B) * 4, err)) ||
         !(g->io_host = nib_cuda_host_alloc((IO_TOK + B) * 4, err)))
@@ -440,7 +443,8 @@ void nib_gpu_free(nib_gpu *g) {
     if (g->output != g->tok_embd) nib_cuda_weight_free(g->output);
     nib_cuda_weight_free(g->tok_embd);
     void *bufs[] = {g->output_norm, g->inv_freq, g->k_cache, g->v_cache, g->x, g->xn, g->o, g->q, g->k, g->v,
-                    g->att, g->qkv, g->h, g->tmp, g->logits, g->act, g->attn_scratch, g->sample_scratch, g->io_dev};
+                    g->att, g->qkv, g->h, g->tmp, g->logits, g->act, g->act_ffn, g->attn_scratch,
+                    g->sample_scratch, g->io_dev};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) nib_cuda_free(bufs[i]);
     nib_cuda_host_free(g->io_host);
     nib_cuda_stream_free(g->stream);
@@ -466,6 +470,13 @@ static bool use_gemm(const nib_gpu *g, const nib_cuda_weight *w, int n) {
 static nib_status mm(nib_gpu *g, const nib_cuda_weight *w, const float *x, int n, float *y, bool add, nib_error *err) {
     if (use_gemm(g, w, n)) return nib_cuda_gemm(g->gemm, w, x, n, y, add, g->stream, err);
     return nib_cuda_matmul(w, x, g->act, n, y, add, g->stream, err);
+}
+
+/* Whether a norm of n tokens leaves its 1/rms to the GEMVs (nib_cuda_norm_args.defer):
+ * one token, readers that take it (defer_ok), and with a sandwich post-norm
+ * (post_w) a row the deferred post-norm kernel holds. */
+static bool norm_defers(const nib_hparams *hp, int n, const float *post_w, bool readers_ok) {
+    return n == 1 && readers_ok && (!post_w || hp->n_embd <= NIB_CUDA_POST_DEFER_MAX_N);
 }
 
 static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_error *err) {
@@ -516,15 +527,14 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
      * separate quantize kernel, Llama-3-8B Q4_K_M +0.7%, Qwen2.5-0.5B +3.6%, Llama-3.2-1B +1.8%
      * (bench/gpu-decode-notes.md v30; v9's version, folded into the last CTA, had lost) */
     TRY(nib_cuda_attention(&aa, st, err));
-    /* without a post-norm the residual add rides on the projection */
+    /* without a post-norm the residual add rides on the projection, and for
+     * one token the FFN's deferred norm with it where its kernel and the
+     * gate/up kernel take that (nib_cuda_matmul_norm: one kernel fewer a
+     * layer; tg128 Llama-3-8B Q4_K_M +1.4%, bench/gpu-decode-notes.md v94) */
+    g->ffn_normed = n == 1 && !L->post_attn_norm && norm_defers(hp, n, NULL, L->ffn_defer) &&
+                    !use_gemm(g, L->wo, n) && nib_cuda_matmul_norm_ok(L->wo) && nib_cuda_glu_takes_norm(L->gate);
+    if (g->ffn_normed) return nib_cuda_matmul_norm(L->wo, g->act, g->x, L->ffn_norm, hp->norm_eps, g->act_ffn, st, err);
     return mm(g, L->wo, g->att, n, L->post_attn_norm ? g->o : g->x, !L->post_attn_norm, err);
-}
-
-/* Whether a norm of n tokens leaves its 1/rms to the GEMVs (nib_cuda_norm_args.defer):
- * one token, readers that take it (defer_ok), and with a sandwich post-norm
- * (post_w) a row the deferred post-norm kernel holds. */
-static bool norm_defers(const nib_hparams *hp, int n, const float *post_w, bool readers_ok) {
-    return n == 1 && readers_ok && (!post_w || hp->n_embd <= NIB_CUDA_POST_DEFER_MAX_N);
 }
 
 static nib_status ffn_block(nib_gpu *g, int il, int n, nib_error *err) {
@@ -536,14 +546,16 @@ static nib_status ffn_block(nib_gpu *g, int il, int n, nib_error *err) {
         .xn = g->xn, .act = g->act, .n_tok = n, .n = hp->n_embd, .eps = hp->norm_eps,
         .defer = norm_defers(hp, n, L->post_attn_norm, L->ffn_defer),
     };
-    TRY(nib_cuda_add_norm(&na, st, err));
+    const void *act = g->act;
+    if (g->ffn_normed) act = g->act_ffn; /* the output projection did the norm */
+    else TRY(nib_cuda_add_norm(&na, st, err));
     nib_cuda_glu glu = hp->ffn_act == NIB_FFN_GELU_TANH ? NIB_CUDA_GLU_GELU_TANH : NIB_CUDA_GLU_SILU;
     /* (quantizing h in the GLU's epilogue, 32-row tiles per block, lost 10% on
      * Llama-3-8B: bench/gpu-decode-notes.md, v7) */
     if (use_gemm(g, L->gate, n) && use_gemm(g, L->up, n))
         TRY(nib_cuda_gemm_glu(g->gemm, L->gate, L->up, g->xn, n, glu, g->h, g->tmp, st, err));
     else
-        TRY(nib_cuda_matmul_glu(L->gate, L->up, g->xn, g->act, n, glu, g->h, g->tmp, st, err));
+        TRY(nib_cuda_matmul_glu(L->gate, L->up, g->xn, act, n, glu, g->h, g->tmp, st, err));
     if (!use_gemm(g, L->down, n)) TRY(nib_cuda_act_quantize(g->h, hp->n_ff, n, g->act, st, err));
     return mm(g, L->down, g->h, n, L->post_ffn_norm ? g->o : g->x, !L->post_ffn_norm, err);
 }

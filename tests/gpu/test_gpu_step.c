@@ -33,6 +33,10 @@
  *    first): x within 1 ulp of the single-block kernel's (o's sum of squares
  *    in another order), then its activation and a GEMV as above, and a
  *    second run the same bytes.
+ *  - the output projection that leaves the FFN's deferred norm
+ *    (nib_cuda_matmul_norm) against the GEMV and the deferred norm it
+ *    replaces: y and the activation's blocks bit for bit, its trailer's sum
+ *    within 1e-12, a GEMV on it as above.
  *  - qkv_rope against bias + nib_rmsnorm + nib_rope_table/apply_table and an
  *    f16 round of K/V (nib_f32_to_fp16): the angle is computed in double on
  *    both sides; device cos/sin in double may differ by an ulp of a double,
@@ -353,8 +357,8 @@ static bool deferred_close(const float *y, const float *want, int64_t n, const c
 }
 
 /* An activation buffer of one token (layout of cuda_internal.h: n quants
- * padded to 256, n / 32 pairs (d, s), then the norm trailer's 32 doubles at
- * the end) read back to the host. */
+ * padded to 256, n / 32 pairs (d, s), then the norm trailer's
+ * NIB_CUDA_ACT_SCALE_SLOTS doubles at the end) read back to the host. */
 typedef struct host_act {
     uint8_t *bytes;
     const int8_t *q;
@@ -367,7 +371,7 @@ static host_act act_down(const void *dev, int64_t n) {
     gpu_download(h.bytes, dev, ab);
     h.q = (const int8_t *)h.bytes;
     h.ds = (const float *)(h.bytes + (size_t)(n + 255) / 256 * 256);
-    h.parts = (const double *)(h.bytes + ab - 32 * sizeof(double));
+    h.parts = (const double *)(h.bytes + ab - NIB_CUDA_ACT_SCALE_SLOTS * sizeof(double));
     return h;
 }
 
@@ -379,7 +383,7 @@ static bool deferred_act_ok(const host_act *def, const host_act *pl, const float
                             uint8_t *folded, const char *what) {
     double ss = 0.0, parts = 0.0;
     for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
-    for (int i = 0; i < 32; i++) parts += def->parts[i];
+    for (int i = 0; i < NIB_CUDA_ACT_SCALE_SLOTS; i++) parts += def->parts[i];
     const double rs_host = 1.0 / sqrt(ss / (double)n + eps), rs = parts > 0.0 ? 1.0 / sqrt(parts) : 0.0;
     bool ok = fabs(rs - rs_host) <= 1e-9 * rs_host;
     if (!ok) fprintf(stderr, "  %s: the trailer's 1/rms %.12g, the host's %.12g\n", what, rs, rs_host);
@@ -397,7 +401,7 @@ static bool deferred_act_ok(const host_act *def, const host_act *pl, const float
     float *fds = (float *)(folded + ((const uint8_t *)def->ds - def->bytes));
     for (int64_t b = 0; b < n / 32; b++)
         fds[2 * b] = (float)(def->ds[2 * b] * rs), fds[2 * b + 1] = (float)(def->ds[2 * b + 1] * rs);
-    memset(folded + ab - 32 * sizeof(double), 0, 32 * sizeof(double));
+    memset(folded + ab - NIB_CUDA_ACT_SCALE_SLOTS * sizeof(double), 0, NIB_CUDA_ACT_SCALE_SLOTS * sizeof(double));
     return ok;
 }
 
@@ -495,6 +499,95 @@ static void test_deferred_norm(void) {
         nib_cuda_free(act1), nib_cuda_free(act2), nib_cuda_free(act3);
         free(x), free(wn), free(y1), free(y2), free(y3);
     }
+}
+
+/* The output projection that leaves the FFN's deferred norm
+ * (nib_cuda_matmul_norm) against the two calls it replaces: nib_cuda_matmul
+ * with the residual add, then nib_cuda_add_norm with defer. y bit for bit
+ * (the same kernel arithmetic); the activation's quants and (d, s) bit for
+ * bit (the same quantizer on the same y * w); its trailer's sum (one part a
+ * 32-row block, where the norm kernel has one a 256-element run: only the
+ * order of a double sum differs) within 1e-12 of the other's; the tiled
+ * gate/up kernel (the one reader of its trailer's 128 parts) on each buffer
+ * within deferred_close's bound. A matrix without the fused kernel is
+ * refused with NIB_ERR_UNSUPPORTED. */
+static void test_matmul_norm(void) {
+    const nib_type types[] = {NIB_TYPE_Q4_K, NIB_TYPE_Q5_K};
+    const int n = 4096; /* the output projection of a Llama-3-8B: 128 blocks of 32 rows */
+    nib_error err;
+    float *x = malloc(sizeof(float) * n), *y0 = malloc(sizeof(float) * n), *wn = malloc(sizeof(float) * n);
+    float *ya = malloc(sizeof(float) * n), *yb = malloc(sizeof(float) * n);
+    enum { NF = 2048 }; /* the gate/up pair after it: 2,048 (gate, up) rows, tiled */
+    float *za = malloc(sizeof(float) * NF), *zb = malloc(sizeof(float) * NF);
+    for (int i = 0; i < n; i++)
+        x[i] = (float)rng_normal(), y0[i] = (float)(2 * rng_normal()), wn[i] = (float)(1 + 0.3 * rng_normal());
+    float *dx = gpu_alloc(sizeof(float) * n), *dy = gpu_alloc(sizeof(float) * n), *dw = gpu_alloc(sizeof(float) * n);
+    float *dz = gpu_alloc(sizeof(float) * NF), *dtmp = gpu_alloc(sizeof(float) * NF), *dxn = gpu_alloc(sizeof(float) * n);
+    const size_t ab = nib_cuda_act_bytes(n, 1);
+    void *act_in = gpu_alloc(ab), *act_a = gpu_alloc(ab), *act_b = gpu_alloc(ab);
+    gpu_upload(dx, x, sizeof(float) * n), gpu_upload(dw, wn, sizeof(float) * n);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const nib_type t = types[ti];
+        nib_cuda_weight *w = random_weight(t, n, n), *gate = random_weight(t, n, NF), *up = random_weight(t, n, NF);
+        bool tiled = false, pair = false;
+        nib_status s = w && gate && up ? nib_cuda_weight_tile(w, &tiled, &err) : NIB_ERR_ARG;
+        if (s == NIB_OK) s = nib_cuda_weight_tile_glu(gate, up, &pair, &err);
+        CHECK(s == NIB_OK && pair && nib_cuda_glu_takes_norm(gate), "%s gate/up %dx%d: tiled %d, takes the norm %d",
+              nib_type_name(t), n, NF, pair, gate && nib_cuda_glu_takes_norm(gate));
+        CHECK(s == NIB_OK && tiled && nib_cuda_matmul_norm_ok(w), "%s %dx%d: tiled %d, fused norm %d: %s",
+              nib_type_name(t), n, n, tiled, w && nib_cuda_matmul_norm_ok(w), s == NIB_OK ? "" : err.msg);
+        if (s != NIB_OK || !nib_cuda_matmul_norm_ok(w)) goto next;
+        nib_cuda_norm_args defer = {dy, NULL, NULL, dw, dxn, act_a, 1, n, 1e-5f, true};
+        /* the two calls */
+        s = nib_cuda_act_quantize(dx, n, 1, act_in, NULL, &err);
+        if (s == NIB_OK) gpu_upload(dy, y0, sizeof(float) * n);
+        if (s == NIB_OK) s = nib_cuda_fill_f32((float *)act_a, NAN, ab / 4, &err);
+        if (s == NIB_OK) s = nib_cuda_matmul(w, dx, act_in, 1, dy, true, NULL, &err);
+        if (s == NIB_OK) s = nib_cuda_add_norm(&defer, NULL, &err);
+        if (s == NIB_OK) gpu_download(ya, dy, sizeof(float) * n);
+        /* the fused one, into a poisoned buffer */
+        if (s == NIB_OK) gpu_upload(dy, y0, sizeof(float) * n);
+        if (s == NIB_OK) s = nib_cuda_fill_f32((float *)act_b, NAN, ab / 4, &err);
+        if (s == NIB_OK) s = nib_cuda_matmul_norm(w, act_in, dy, dw, 1e-5f, act_b, NULL, &err);
+        CHECK(s == NIB_OK, "%s: %s", nib_type_name(t), err.msg);
+        if (s != NIB_OK) goto next;
+        gpu_download(yb, dy, sizeof(float) * n);
+        int bad = 0;
+        for (int i = 0; i < n; i++) bad += !(ya[i] == yb[i]);
+        CHECK(bad == 0, "%s: %d of %d outputs differ from the unfused GEMV's", nib_type_name(t), bad, n);
+        {
+            host_act ha = act_down(act_a, n), hb = act_down(act_b, n);
+            const size_t qd = (size_t)((const uint8_t *)ha.ds - ha.bytes) + (size_t)(n / 32) * 8;
+            CHECK(memcmp(ha.bytes, hb.bytes, qd) == 0, "%s: the fused norm's quants or scales differ",
+                  nib_type_name(t));
+            double sa = 0.0, sb = 0.0;
+            for (int i = 0; i < NIB_CUDA_ACT_SCALE_SLOTS; i++) sa += ha.parts[i], sb += hb.parts[i];
+            CHECK(fabs(sa - sb) <= 1e-12 * sa, "%s: the fused norm's sum of squares %.17g, the norm kernel's %.17g",
+                  nib_type_name(t), sb, sa);
+            free(ha.bytes), free(hb.bytes);
+        }
+        /* the gate/up kernel on each: the only reader of the fused norm's trailer */
+        s = nib_cuda_fill_f32(dz, NAN, NF, &err);
+        if (s == NIB_OK) s = nib_cuda_matmul_glu(gate, up, dy, act_a, 1, NIB_CUDA_GLU_SILU, dz, dtmp, NULL, &err);
+        if (s == NIB_OK) gpu_download(za, dz, sizeof(float) * NF);
+        if (s == NIB_OK) s = nib_cuda_fill_f32(dz, NAN, NF, &err);
+        if (s == NIB_OK) s = nib_cuda_matmul_glu(gate, up, dy, act_b, 1, NIB_CUDA_GLU_SILU, dz, dtmp, NULL, &err);
+        if (s == NIB_OK) gpu_download(zb, dz, sizeof(float) * NF);
+        CHECK(s == NIB_OK && deferred_close(zb, za, NF, nib_type_name(t)), "%s: the gate/up on the fused norm is off",
+              nib_type_name(t));
+    next:
+        nib_cuda_weight_free(w), nib_cuda_weight_free(gate), nib_cuda_weight_free(up);
+    }
+    {
+        nib_cuda_weight *plain = random_weight(NIB_TYPE_Q8_0, n, n);
+        CHECK(plain && !nib_cuda_matmul_norm_ok(plain) &&
+                  nib_cuda_matmul_norm(plain, act_in, dy, dw, 1e-5f, act_b, NULL, &err) == NIB_ERR_UNSUPPORTED,
+              "a Q8_0 matrix in the file's layout took the fused norm");
+        nib_cuda_weight_free(plain);
+    }
+    nib_cuda_free(dx), nib_cuda_free(dy), nib_cuda_free(dw), nib_cuda_free(dz), nib_cuda_free(dtmp), nib_cuda_free(dxn);
+    nib_cuda_free(act_in), nib_cuda_free(act_a), nib_cuda_free(act_b);
+    free(x), free(y0), free(wn), free(ya), free(yb), free(za), free(zb);
 }
 
 /* The deferred norm after a sandwich norm (o and post_w set, one token):
@@ -792,6 +885,7 @@ int main(void) {
     RUN(test_add_norm);
     RUN(test_deferred_norm);
     RUN(test_post_deferred_norm);
+    RUN(test_matmul_norm);
     RUN(test_qkv_rope);
     RUN(test_argmax);
     RUN(test_tall_matrix);
