@@ -155,13 +155,13 @@ nib_status nib_cuda_matmul(const nib_cuda_weight *w, const float *x, const void 
  * trailer has one part a 32-row block, which only the tiled gate/up kernel
  * reads: act_out is for nib_cuda_matmul_glu on a pair where
  * nib_cuda_glu_takes_norm(gate). */
+nib_status nib_cuda_matmul_norm(const nib_cuda_weight *w, const void *act, float *y, const float *norm_w, float eps,
+                                void *act_out, void *stream, nib_error *err);
 bool nib_cuda_matmul_norm_ok(const nib_cuda_weight *w);
 bool nib_cuda_glu_takes_norm(const nib_cuda_weight *gate);
 /* The partial sums of squares at the end of an activation buffer (doubles;
  * for tests that read one back) */
 #define NIB_CUDA_ACT_SCALE_SLOTS 128
-nib_status nib_cuda_matmul_norm(const nib_cuda_weight *w, const void *act, float *y, const float *norm_w, float eps,
-                                void *act_out, void *stream, nib_error *err);
 
 /* One token's y = W x with the greedy pick fused in: *best (0 before the
  * call) ends as the largest key (orderable value bits << 32 | 0xFFFFFFFF -

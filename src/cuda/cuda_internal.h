@@ -75,6 +75,9 @@ static inline size_t cuda_act_scale_off(int64_t n, int n_tok) {
 }
 
 struct act_q8; /* gemv_kernels.cuh */
+/* gemv.cu: the kernels' view of an activation buffer of n_tok rows of n (its
+ * quants, (d, s) pairs and trailer) */
+act_q8 cuda_act_view(const void *act, int64_t n, int n_tok);
 /* gemv_tiled.cu: y = W x on a tiled matrix (w->t32_pair == 0), or h =
  * act(gate x) * (up x) on a tiled gate/up pair (w its gate), for a.n_tok
  * tokens, one token a launch */

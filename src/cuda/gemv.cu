@@ -487,7 +487,7 @@ extern "C" size_t nib_cuda_act_bytes(int64_t n, int n_tok) {
     return cuda_act_scale_off(n, n_tok > 0 ? n_tok : 1) + sizeof(act_scale);
 }
 
-static act_q8 act_view(const void *act, int64_t n, int n_tok) {
+act_q8 cuda_act_view(const void *act, int64_t n, int n_tok) {
     act_q8 a;
     a.xq = (const int8_t *)act;
     a.xds = (const float2 *)((const uint8_t *)act + qs_stride(n) * (size_t)n_tok);
@@ -543,7 +543,7 @@ extern "C" nib_status nib_cuda_act_quantize(const float *x, int64_t n, int n_tok
     if (!x || !act || n <= 0 || n % 32 != 0 || n_tok < 1 || ((uintptr_t)act & 15) != 0)
         return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_act_quantize: bad arguments (n %lld must be a positive "
                              "multiple of 32, %d tokens, act 16-byte aligned)", (long long)n, n_tok);
-    act_q8 a = act_view(act, n, n_tok);
+    act_q8 a = cuda_act_view(act, n, n_tok);
     const int64_t total = n * n_tok;
     cudaError_t e = pdl_launch(quantize_act_q8, dim3((unsigned)CEIL_DIV(total, 256)), dim3(256), 0,
                                (cudaStream_t)stream, x, (int8_t *)a.xq, (float2 *)a.xds, (int)n, n_tok, a.qs_stride,
@@ -573,7 +573,7 @@ static nib_status matmul(const nib_cuda_weight *w, const float *x, const void *a
     const gemv_row *r = row_get(w->type);
     nib_status s = check_mm(r, w, x, act, n_tok, y, err);
     if (s != NIB_OK) return s;
-    mm_args a = {w, NULL, x, act_view(act, w->n_in, n_tok), y, best, n_tok, add ? 1 : 0, GLU_NONE, r->persistent,
+    mm_args a = {w, NULL, x, cuda_act_view(act, w->n_in, n_tok), y, best, n_tok, add ? 1 : 0, GLU_NONE, r->persistent,
                  (cudaStream_t)stream};
     if (w->t32_pair)
         return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul: %s %lld x %lld is half of a tiled gate/up pair "
@@ -608,13 +608,13 @@ extern "C" nib_status nib_cuda_matmul_glu(const nib_cuda_weight *gate, const nib
     if (s != NIB_OK) return s;
     const int act_kind = glu == NIB_CUDA_GLU_SILU ? GLU_SILU : GLU_GELU_TANH;
     if (gate->t32_pair == 1 && up->t32_pair == 2 && gate->dev == up->dev) /* a tiled pair (gemv_tiled.cu) */
-        return launch_failed(cuda_t32_matmul(gate, act_view(act, gate->n_in, n_tok), h, 0, act_kind, NULL,
+        return launch_failed(cuda_t32_matmul(gate, cuda_act_view(act, gate->n_in, n_tok), h, 0, act_kind, NULL,
                                              (cudaStream_t)stream),
                              "gemv_t32 (GLU)", gate, n_tok, err);
     if (gate->t32_pair || up->t32_pair)
         return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul_glu: gate and up are not one tiled pair");
     if (gate->type == up->type && r->launch_glu && !gate->t32_g && !up->t32_g) {
-        mm_args a = {gate, up, x, act_view(act, gate->n_in, n_tok), h, NULL, n_tok, 0, act_kind, r->persistent,
+        mm_args a = {gate, up, x, cuda_act_view(act, gate->n_in, n_tok), h, NULL, n_tok, 0, act_kind, r->persistent,
                      (cudaStream_t)stream};
         return launch_failed(r->launch_glu(&a), r->kernel, gate, n_tok, err);
     }
@@ -732,7 +732,7 @@ extern "C" nib_status nib_cuda_matmul_pair(const nib_cuda_weight *wa, const nib_
     nib_status s = check_mm(row_get(wa->type), wa, x, act, 1, ya, err);
     if (s == NIB_OK) s = check_mm(row_get(wb->type), wb, x, act, 1, yb, err);
     if (s != NIB_OK) return s;
-    const cudaError_t e = p->launch(wa, wb, act_view(act, wa->n_in, 1), ya, yb, (cudaStream_t)stream);
+    const cudaError_t e = p->launch(wa, wb, cuda_act_view(act, wa->n_in, 1), ya, yb, (cudaStream_t)stream);
     return launch_failed(e, p->kernel, wa, 1, err);
 }
 

@@ -167,10 +167,10 @@ static nib_status t32_tile_one(nib_cuda_weight *w, t32_role role, bool *tiled, n
     const nib_status s = t32_build(w, w->dev, w->dev, 1, g, &dst, &bytes, err);
     if (s != NIB_OK || !dst) return s;
     cudaFree(w->dev);
-    w->dev = dst, w->bytes = bytes, w->t32_g = g, w->t32_kernel = kernel;
-    w->t32_tile = t32_find(w->type)->tile;
-    *tiled = true;
     const t32_ops *o = t32_find(w->type);
+    w->dev = dst, w->bytes = bytes, w->t32_g = g, w->t32_kernel = kernel;
+    w->t32_tile = o->tile;
+    *tiled = true;
     if (role == T32_MATRIX && o->norm_plan && !o->norm_plan(w, err)) return err ? err->status : NIB_ERR_IO;
     return NIB_OK;
 }
@@ -251,21 +251,15 @@ extern "C" nib_status nib_cuda_matmul_norm(const nib_cuda_weight *w, const void 
         return nib_error_set(err, NIB_ERR_UNSUPPORTED,
                              "nib_cuda_matmul_norm: %s %lld x %lld has no fused norm (see nib_cuda_matmul_norm_ok)",
                              nib_type_name(w->type), (long long)w->n_in, (long long)w->n_out);
-    const uint8_t *in = (const uint8_t *)act;
     uint8_t *out = (uint8_t *)act_out;
-    act_q8 a;
-    a.xq = (const int8_t *)in;
-    a.xds = (const float2 *)(in + cuda_act_qs_stride(w->n_in));
-    a.qs_stride = (int)cuda_act_qs_stride(w->n_in);
-    a.n_tok = 1;
-    a.sc = (const act_scale *)(in + cuda_act_scale_off(w->n_in, 1));
     t32_norm nrm;
     nrm.w = norm_w;
     nrm.qs = (int8_t *)out;
     nrm.ds = (float2 *)(out + cuda_act_qs_stride(w->n_out));
     nrm.sc = (act_scale *)(out + cuda_act_scale_off(w->n_out, 1));
     nrm.eps = eps;
-    const cudaError_t e = t32_find(w->type)->launch_norm(w, a, y, nrm, (cudaStream_t)stream);
+    const cudaError_t e =
+        t32_find(w->type)->launch_norm(w, cuda_act_view(act, w->n_in, 1), y, nrm, (cudaStream_t)stream);
     char what[128];
     snprintf(what, sizeof what, "launch of gemv_t32 with the norm (%s %lld x %lld)", nib_type_name(w->type),
              (long long)w->n_in, (long long)w->n_out);

@@ -196,11 +196,10 @@ static cudaError_t t32_launch(const nib_cuda_weight *w, const act_q8 &a, float *
     return cudaErrorInvalidValue;
 }
 
+/* w as t32_norm_plan took it (w->t32_norm) */
 template <class F>
 static cudaError_t t32_launch_norm(const nib_cuda_weight *w, const act_q8 &a, float *y, const t32_norm &nrm,
                                    cudaStream_t st) {
-    if (w->t32_kernel != T32_WARPS || w->t32_pair || w->t32_g * T32_NORM_WARPS != 32 || w->n_out % 32)
-        return cudaErrorInvalidValue;
     return pdl_launch(gemv_t32<F, T32_NORM_WARPS, 2, false, true>, dim3((unsigned)(w->n_out / 32)),
                       dim3(32 * T32_NORM_WARPS), t32_smem_bytes<F>((int)w->n_in), st, w->dev, a, y, (int)w->n_in,
                       (int)w->n_out, 1, 0, (unsigned long long *)NULL, nrm);

@@ -85,7 +85,6 @@ struct nib_gpu {
     float *logits;                   /* (n_vocab) */
     void *act;                       /* quantized activations, the widest of the step */
     void *act_ffn;                   /* one token's FFN input when the output projection normed it */
-    bool ffn_normed;                 /* this layer's output projection left the FFN's norm in act_ffn */
     void *attn_scratch;
     void *sample_scratch;            /* nib_cuda_sample's */
     int32_t *io_dev, *io_host;       /* (IO_TOK + n_batch) */
@@ -479,6 +478,14 @@ static bool norm_defers(const nib_hparams *hp, int n, const float *post_w, bool 
     return n == 1 && readers_ok && (!post_w || hp->n_embd <= NIB_CUDA_POST_DEFER_MAX_N);
 }
 
+/* Whether layer L's output projection leaves the FFN's deferred norm in
+ * act_ffn (nib_cuda_matmul_norm): one token, no post-attention norm, and
+ * kernels for both the projection and the gate/up pair that take it. */
+static bool ffn_norm_fused(const nib_hparams *hp, const gpu_layer *L, int n) {
+    return !L->post_attn_norm && norm_defers(hp, n, NULL, L->ffn_defer) && nib_cuda_matmul_norm_ok(L->wo) &&
+           nib_cuda_glu_takes_norm(L->gate);
+}
+
 static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_error *err) {
     const nib_hparams *hp = &g->m->hp;
     const nib_layer *l = &g->m->layers[il];
@@ -531,9 +538,8 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
      * one token the FFN's deferred norm with it where its kernel and the
      * gate/up kernel take that (nib_cuda_matmul_norm: one kernel fewer a
      * layer; tg128 Llama-3-8B Q4_K_M +1.4%, bench/gpu-decode-notes.md v94) */
-    g->ffn_normed = n == 1 && !L->post_attn_norm && norm_defers(hp, n, NULL, L->ffn_defer) &&
-                    !use_gemm(g, L->wo, n) && nib_cuda_matmul_norm_ok(L->wo) && nib_cuda_glu_takes_norm(L->gate);
-    if (g->ffn_normed) return nib_cuda_matmul_norm(L->wo, g->act, g->x, L->ffn_norm, hp->norm_eps, g->act_ffn, st, err);
+    if (ffn_norm_fused(hp, L, n))
+        return nib_cuda_matmul_norm(L->wo, g->act, g->x, L->ffn_norm, hp->norm_eps, g->act_ffn, st, err);
     return mm(g, L->wo, g->att, n, L->post_attn_norm ? g->o : g->x, !L->post_attn_norm, err);
 }
 
@@ -546,9 +552,9 @@ static nib_status ffn_block(nib_gpu *g, int il, int n, nib_error *err) {
         .xn = g->xn, .act = g->act, .n_tok = n, .n = hp->n_embd, .eps = hp->norm_eps,
         .defer = norm_defers(hp, n, L->post_attn_norm, L->ffn_defer),
     };
-    const void *act = g->act;
-    if (g->ffn_normed) act = g->act_ffn; /* the output projection did the norm */
-    else TRY(nib_cuda_add_norm(&na, st, err));
+    const bool fused = ffn_norm_fused(hp, L, n);
+    const void *act = fused ? g->act_ffn : g->act; /* the output projection did the norm */
+    if (!fused) TRY(nib_cuda_add_norm(&na, st, err));
     nib_cuda_glu glu = hp->ffn_act == NIB_FFN_GELU_TANH ? NIB_CUDA_GLU_GELU_TANH : NIB_CUDA_GLU_SILU;
     /* (quantizing h in the GLU's epilogue, 32-row tiles per block, lost 10% on
      * Llama-3-8B: bench/gpu-decode-notes.md, v7) */
