@@ -1096,11 +1096,11 @@ static void run_t32(const lab_ctx *c) {
     } else {
         if (lab_pdl) /* GLU: the rows read as (gate, up) pairs */
             CK(pdl_launch(gemv_t32<F, WARPS, G, GLU>, dim3(grid), dim3(WARPS * 32), (size_t)smem, c->st, c->W, a,
-                          c->y, c->n_in, c->n_out, 0, (int)GLU_SILU, (unsigned long long *)NULL, t32_norm{}));
+                          c->y, c->n_in, c->n_out, 0, (int)GLU_SILU, (unsigned long long *)NULL, t32_plain{}));
         else
             gemv_t32<F, WARPS, G, GLU><<<grid, WARPS * 32, smem, c->st>>>(c->W, a, c->y, c->n_in, c->n_out, 0,
                                                                          (int)GLU_SILU, (unsigned long long *)NULL,
-                                                                         t32_norm{});
+                                                                         t32_plain{});
     }
 }
 /* v76 (argument "/t32seg"): gemv_t32_seg, a group of G rows a block, G as
@@ -1191,7 +1191,7 @@ static void check_t32(const char *name, float *x, int8_t *xq, float2 *xds, act_s
     if (KS) gemv_t32_ks<F, WARPS, G><<<sm_count, WARPS * 32, smem>>>(Wt, a, y2, k, (int)rows, 0);
     else
         gemv_t32<F, WARPS, G, GLU><<<sm_count, WARPS * 32, smem>>>(Wt, a, y2, k, (int)rows, 0, (int)GLU_SILU,
-                                                                  (unsigned long long *)NULL, t32_norm{});
+                                                                  (unsigned long long *)NULL, t32_plain{});
     CK_LAUNCH("t32 check");
     report_close(name, k, n, y1, y2, GLU ? "h" : "y");
     CK(cudaFree(W));

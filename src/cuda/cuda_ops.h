@@ -72,6 +72,20 @@ typedef struct nib_cuda_qkv_args {
 } nib_cuda_qkv_args;
 nib_status nib_cuda_qkv_rope(const nib_cuda_qkv_args *a, void *stream, nib_error *err);
 
+/* One token's fused Q/K/V projection with the above in its epilogue: what
+ * nib_cuda_matmul(w, act) into a fused output and nib_cuda_qkv_rope on it
+ * leave (rotated Q in a->q_out, K and V in the cache row *pos), the same
+ * bits, in one kernel: the step loses qkv_rope. w is the fused matrix (the
+ * rows of Q, K, V), act its quantized input; a->q, k, v and their strides
+ * are not read. Only where nib_cuda_matmul_qkv_rope_ok(w, a): a tiled
+ * matrix whose row groups are whole RoPE pairs, one token, adjacent pairs
+ * (not neox), no bias or QK-norm, a host table of frequencies (inv_freq),
+ * q_out set. */
+struct nib_cuda_weight;
+bool nib_cuda_matmul_qkv_rope_ok(const struct nib_cuda_weight *w, const nib_cuda_qkv_args *a);
+nib_status nib_cuda_matmul_qkv_rope(const struct nib_cuda_weight *w, const void *act, const nib_cuda_qkv_args *a,
+                                    void *stream, nib_error *err);
+
 /* ---- the end of the step --------------------------------------------------------- */
 /* x = c * tanh(x / c) over n floats (final logit softcap). */
 nib_status nib_cuda_softcap(float *x, int64_t n, float c, void *stream, nib_error *err);

@@ -92,6 +92,15 @@ nib_status nib_cuda_qkv_rope(const nib_cuda_qkv_args *a, void *stream, nib_error
     (void)a, (void)stream;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }
+bool nib_cuda_matmul_qkv_rope_ok(const struct nib_cuda_weight *w, const nib_cuda_qkv_args *a) {
+    (void)w, (void)a;
+    return false;
+}
+nib_status nib_cuda_matmul_qkv_rope(const struct nib_cuda_weight *w, const void *act, const nib_cuda_qkv_args *a,
+                                    void *stream, nib_error *err) {
+    (void)w, (void)act, (void)a, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
 nib_status nib_cuda_softcap(float *x, int64_t n, float c, void *stream, nib_error *err) {
     (void)x, (void)n, (void)c, (void)stream;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 
 #include "cuda/cuda_internal.h"
+#include "cuda/cuda_ops.h"
 #include "cuda/gemv_tiled_ops.cuh"
 
 /* the formats with a tiled form: gemv_tiled_kq.cu, gemv_tiled_iq.cu, gemv_tiled_legacy.cu */
@@ -262,6 +263,41 @@ extern "C" nib_status nib_cuda_matmul_norm(const nib_cuda_weight *w, const void 
         t32_find(w->type)->launch_norm(w, cuda_act_view(act, w->n_in, 1), y, nrm, (cudaStream_t)stream);
     char what[128];
     snprintf(what, sizeof what, "launch of gemv_t32 with the norm (%s %lld x %lld)", nib_type_name(w->type),
+             (long long)w->n_in, (long long)w->n_out);
+    return cuda_launch_status(e, what, err);
+}
+
+/* ---- the fused Q/K/V with RoPE and the cache stores (gemv_t32's ROPE) ------------- */
+
+extern "C" bool nib_cuda_matmul_qkv_rope_ok(const nib_cuda_weight *w, const nib_cuda_qkv_args *a) {
+    if (!w || !a || !w->t32_g || w->t32_pair || w->t32_kernel != T32_WARPS || !t32_rope_fits(w)) return false;
+    const t32_ops *o = t32_find(w->type);
+    const int64_t n_q = (int64_t)a->n_head * a->hd_k, n_k = (int64_t)a->n_head_kv * a->hd_k;
+    return o && o->launch_rope && a->n_tok == 1 && !a->neox && !a->bq && !a->bk && !a->bv && !a->q_norm &&
+           !a->k_norm && a->inv_freq && a->q_out && a->k_cache && a->v_cache && a->pos && a->hd_k >= 2 &&
+           a->hd_k % 2 == 0 && a->hd_v % 2 == 0 && a->n_rot >= 0 && a->n_rot <= a->hd_k && a->n_rot % 2 == 0 &&
+           w->n_out == n_q + n_k + (int64_t)a->n_head_kv * a->hd_v;
+}
+
+extern "C" nib_status nib_cuda_matmul_qkv_rope(const nib_cuda_weight *w, const void *act, const nib_cuda_qkv_args *a,
+                                               void *stream, nib_error *err) {
+    if (!w || !act || !a) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul_qkv_rope: NULL argument");
+    if (!nib_cuda_matmul_qkv_rope_ok(w, a))
+        return nib_error_set(err, NIB_ERR_UNSUPPORTED,
+                             "nib_cuda_matmul_qkv_rope: %s %lld x %lld with %d+2x%d heads of %d/%d (%d rotated, %s, "
+                             "%d tokens) has no fused RoPE (see nib_cuda_matmul_qkv_rope_ok)",
+                             nib_type_name(w->type), (long long)w->n_in, (long long)w->n_out, a->n_head, a->n_head_kv,
+                             a->hd_k, a->hd_v, a->n_rot, a->neox ? "neox" : "adjacent pairs", a->n_tok);
+    t32_rope r;
+    r.q = a->q_out;
+    r.k_cache = (__half *)a->k_cache, r.v_cache = (__half *)a->v_cache;
+    r.pos = a->pos;
+    r.inv_freq = a->inv_freq;
+    r.rope_scale = a->rope_scale;
+    r.n_q = a->n_head * a->hd_k, r.n_k = a->n_head_kv * a->hd_k, r.hd = a->hd_k, r.n_rot = a->n_rot;
+    const cudaError_t e = t32_find(w->type)->launch_rope(w, cuda_act_view(act, w->n_in, 1), r, (cudaStream_t)stream);
+    char what[128];
+    snprintf(what, sizeof what, "launch of gemv_t32 with RoPE (%s %lld x %lld)", nib_type_name(w->type),
              (long long)w->n_in, (long long)w->n_out);
     return cuda_launch_status(e, what, err);
 }

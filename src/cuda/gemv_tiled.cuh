@@ -592,8 +592,15 @@ __device__ __forceinline__ int t32_row(int j, int lane, int nb, int &sb) {
     return r;
 }
 
-/* The deferred RMSNorm of a GEMV's output (gemv_t32 with NORM): y's rows
- * times w, quantized into qs/ds, and each block's sum of squares into part
+/* What a gemv_t32 launch does after its rows' dots (its epilogue) is the
+ * type of its last argument: t32_plain (nothing more), t32_norm (the
+ * deferred norm of y) or t32_rope (the attention's Q/K/V epilogue). */
+struct t32_plain {
+    int unused;
+};
+
+/* The deferred RMSNorm of a GEMV's output (gemv_t32 with E = t32_norm): y's rows times w,
+ * quantized into qs/ds, and each block's sum of squares into part
  * blockIdx.x of sc, as norm_q8_deferred leaves them for n = n_out (one part a
  * block of 32 rows instead of 256). */
 struct t32_norm {
@@ -604,26 +611,83 @@ struct t32_norm {
     float eps;
 };
 
+/* One token's fused Q/K/V rows (n_q of Q, n_k of K, then V) leave RoPE done
+ * and stored, as qkv_rope_kernel (ops.cu) would from y (E = t32_rope): pairs
+ * (2i, 2i + 1) of a head's first n_rot dims rotated by p * inv_freq[i] /
+ * rope_scale (p = *pos), Q to q (packed as the rows), K and V as f16 into
+ * row p of their caches. No bias, no QK-norm, adjacent pairs only: the host
+ * checks (nib_cuda_matmul_qkv_rope_ok). */
+struct t32_rope {
+    float *q;
+    __half *k_cache, *v_cache;
+    const int32_t *pos;
+    const double *inv_freq;
+    float rope_scale;
+    int n_q, n_k, hd, n_rot;
+};
+
+template <class E, class T>
+constexpr bool t32_is = std::is_same<E, T>::value;
+
+/* the rotation of fused Q/K/V row pair (row, row + 1) at position p: the
+ * angle in double, as qkv_rope_kernel's; (1, 0) for V rows and dims past n_rot */
+__device__ __forceinline__ void t32_rope_angle(const t32_rope &e, int row, int p, float &c, float &s) {
+    c = 1.0f, s = 0.0f;
+    const int d = row % e.hd;
+    if (row < e.n_q + e.n_k && d < e.n_rot) {
+        const double theta = (double)p / (double)e.rope_scale * __ldg(e.inv_freq + d / 2);
+        c = (float)cos(theta), s = (float)sin(theta);
+    }
+}
+
+/* rows (row, row + 1) of the fused Q/K/V output rotated by (c, s) and stored */
+__device__ __forceinline__ void t32_rope_store(const t32_rope &e, int row, int n_out, int p, float x0, float x1,
+                                               float c, float s) {
+    if (row < e.n_q + e.n_k && row % e.hd < e.n_rot) {
+        const float r0 = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+        const float r1 = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+        x0 = r0, x1 = r1;
+    }
+    if (row < e.n_q) {
+        *(float2 *)(e.q + row) = make_float2(x0, x1);
+    } else if (row < e.n_q + e.n_k) {
+        *(__half2 *)(e.k_cache + (size_t)p * e.n_k + (row - e.n_q)) = __floats2half2_rn(x0, x1);
+    } else {
+        const int n_v = n_out - e.n_q - e.n_k;
+        *(__half2 *)(e.v_cache + (size_t)p * n_v + (row - e.n_q - e.n_k)) = __floats2half2_rn(x0, x1);
+    }
+}
+
 /* y[row] = W[row] . x (+ y[row] when add) for one token. GLU: W is a
  * gate/up pair tiled as one matrix of interleaved rows (gate i at 2i, up i at
  * 2i + 1; G even), and h[i] = act(gate i . x) * (up i . x) goes to y[i].
  * best: the fused argmax's key (row_key, gemv_kernels.cuh), or NULL. Shared
  * memory: t32_smem_bytes<F>(n_in). Launch any grid: warps loop over row groups.
- * NORM (WARPS * G == 32): a block's warps take one group each, the block's 32
- * rows, and after them the block normalises those rows into nrm (t32_norm):
- * the grid must be exactly n_out / 32 blocks. So the output projection
- * leaves the FFN's norm done and the step loses that kernel. */
-template <class F, int WARPS, int G, bool GLU, bool NORM = false>
+ * E, the epilogue:
+ * - t32_norm (WARPS * G == 32): a block's warps take one group each, the
+ *   block's 32 rows, and after them the block normalises those rows into e
+ *   (t32_norm): the grid must be exactly n_out / 32 blocks. So the output
+ *   projection leaves the FFN's norm done and the step loses that kernel.
+ * - t32_rope (G even, one token): a group's rows are whole RoPE pairs, so
+ *   lane 0 rotates and stores them (t32_rope) where y would have gone: the
+ *   step loses qkv_rope. Each lane works out one of its warp's pairs' angle
+ *   before pdl_wait (p is in the io block, copied in before the step), so a
+ *   warp takes at most 32 pairs (the launcher checks): the double cos and
+ *   sin stay out of the loop, whose registers they would raise past 128. */
+template <class F, int WARPS, int G, bool GLU, class E = t32_plain>
 __global__ void __launch_bounds__(WARPS * 32)
 gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_in, int n_out, int add, int act,
-         unsigned long long *best, t32_norm nrm) {
+         unsigned long long *best, E e) {
+    constexpr bool NORM = t32_is<E, t32_norm>, ROPE = t32_is<E, t32_rope>;
     uint8_t *const t32_act = t32_act_smem<F>();
     static_assert(!GLU || G % 2 == 0, "a GLU group holds whole (gate, up) pairs");
     static_assert(!NORM || (WARPS * G == 32 && !GLU), "a norm block is 32 rows, a group a warp");
+    static_assert(!ROPE || (G % 2 == 0 && !GLU), "a RoPE group holds whole pairs");
     __shared__ float x_norm[NORM ? 32 : 1];
     pdl_launch_dependents();
     /* the norm weight of this block's rows: a weight, read before the wait */
-    const float w_norm = NORM && threadIdx.x < 32 ? __ldg(nrm.w + blockIdx.x * 32 + threadIdx.x) : 0.0f;
+    float w_norm = 0.0f;
+    if constexpr (NORM) w_norm = threadIdx.x < 32 ? __ldg(e.w + blockIdx.x * 32 + threadIdx.x) : 0.0f;
     const int lane = threadIdx.x & 31;
     const int nb = n_in / F::QK, T = G * nb / 32; /* tiles a group */
     const int n_groups = (n_out + G - 1) / G;
@@ -636,6 +700,13 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
     };
     t32_w<F::CH, F::SIDE> A, B;
     if (count > 0) load(A); /* weights depend on no kernel: before the wait */
+    /* ROPE: lane l's angle, of its warp's pair l (group l / (G / 2)) */
+    int pos = 0;
+    float rc = 1.0f, rsn = 0.0f;
+    if constexpr (ROPE) {
+        pos = *e.pos;
+        t32_rope_angle(e, (gw + lane / (G / 2) * n_warps) * G + 2 * (lane % (G / 2)), pos, rc, rsn);
+    }
     t32_prepare<F>();
     pdl_wait();
     /* the row scale's loads in flight with the fill's (a gate/up pair reads
@@ -652,7 +723,7 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
         float acc[G];
 #pragma unroll
         for (int q = 0; q < G; q++) acc[q] = 0.0f;
-        int cg = gw, cj = 0; /* the compute cursor */
+        int cg = gw, cj = 0, ck = 0; /* the compute cursor; ck: the warp's groups done */
         auto step = [&](const t32_w<F::CH, F::SIDE> &w) {
             int sb;
             const int r = t32_row<G>(cj, lane, nb, sb);
@@ -663,12 +734,24 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
                 float out[G];
 #pragma unroll
                 for (int q = 0; q < G; q++) out[q] = warp_sum(acc[q]) * rs, acc[q] = 0.0f;
+                float pc[ROPE ? G / 2 : 1], ps[ROPE ? G / 2 : 1];
+                /* the pragma inside the braces: before a discarded if constexpr
+                 * nvcc applied it to the lane-0 loop below and dropped that loop */
+                if constexpr (ROPE) {
+#pragma unroll
+                    for (int q = 0; q < G / 2; q++) { /* the lane's angle that holds this pair's */
+                        const int f = ck * (G / 2) + q;
+                        pc[q] = __shfl_sync(0xFFFFFFFFu, rc, f), ps[q] = __shfl_sync(0xFFFFFFFFu, rsn, f);
+                    }
+                }
                 if (lane == 0)
 #pragma unroll
-                    for (int q = 0; q < G; q += GLU ? 2 : 1) {
+                    for (int q = 0; q < G; q += GLU || ROPE ? 2 : 1) {
                         const int row = cg * G + q;
                         if (row >= n_out) break;
-                        if (GLU) {
+                        if constexpr (ROPE) {
+                            t32_rope_store(e, row, n_out, pos, out[q], out[q + 1], pc[q / 2], ps[q / 2]);
+                        } else if (GLU) {
                             y[row / 2] = glu_act(act, out[q]) * out[q + 1];
                         } else {
                             const float v2 = add ? y[row] + out[q] : out[q];
@@ -678,7 +761,7 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
                             mine = k > mine ? k : mine;
                         }
                     }
-                cj = 0, cg += n_warps;
+                cj = 0, cg += n_warps, ck++;
             }
         };
         for (int k = 0; k < count; k += 2) {
@@ -688,18 +771,18 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
             if (k + 1 < count) step(B);
         }
     }
-    if (NORM) { /* norm_q8_deferred's arithmetic on this block's 32 rows */
+    if constexpr (NORM) { /* norm_q8_deferred's arithmetic on this block's 32 rows */
         __syncthreads();
         if (threadIdx.x < 32) {
             const int row = (int)blockIdx.x * 32 + lane;
             const float v = x_norm[lane];
-            quantize_warp32(__fmul_rn(v, w_norm), nrm.qs + row, nrm.ds + row / 32);
+            quantize_warp32(__fmul_rn(v, w_norm), e.qs + row, e.ds + row / 32);
             double ss = (double)v * (double)v;
 #pragma unroll
             for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xFFFFFFFFu, ss, o);
             ss /= (double)n_out;
-            if (lane == 0) nrm.sc->part[blockIdx.x] = blockIdx.x == 0 ? ss + (double)nrm.eps : ss;
-            if (blockIdx.x == 0) act_scale_clear(nrm.sc, (int)gridDim.x, lane, 32);
+            if (lane == 0) e.sc->part[blockIdx.x] = blockIdx.x == 0 ? ss + (double)e.eps : ss;
+            if (blockIdx.x == 0) act_scale_clear(e.sc, (int)gridDim.x, lane, 32);
         }
     }
     if (best) block_offer_best(best, mine);

@@ -46,6 +46,10 @@ struct t32_ops {
                                cudaStream_t st);
     /* w->t32_norm: whether launch_norm takes the tiled matrix w on this device */
     bool (*norm_plan)(nib_cuda_weight *w, nib_error *err);
+    /* one token's fused Q/K/V with RoPE and the KV-cache stores in the
+     * epilogue (gemv_t32 on t32_rope: w's own grid and groups, G even),
+     * or NULL where the format's Q/K/V is not tiled */
+    cudaError_t (*launch_rope)(const nib_cuda_weight *w, const act_q8 &a, const t32_rope &r, cudaStream_t st);
 };
 #define T32_NORM_WARPS 16
 
@@ -177,22 +181,22 @@ static cudaError_t t32_launch(const nib_cuda_weight *w, const act_q8 &a, float *
         const int rows = 2 * (int)w->n_out;
         if (w->t32_g == 2)
             return pdl_launch(gemv_t32<F, W, 2, true>, grid, block, smem, st, w->dev, a, y, n_in, rows, 0, act,
-                              (unsigned long long *)NULL, t32_norm{});
+                              (unsigned long long *)NULL, t32_plain{});
         if (w->t32_g == 4)
             return pdl_launch(gemv_t32<F, W, 4, true>, grid, block, smem, st, w->dev, a, y, n_in, rows, 0, act,
-                              (unsigned long long *)NULL, t32_norm{});
+                              (unsigned long long *)NULL, t32_plain{});
         return cudaErrorInvalidValue;
     }
     const int n_out = (int)w->n_out;
     if (w->t32_g == 1)
         return pdl_launch(gemv_t32<F, W, 1, false>, grid, block, smem, st, w->dev, a, y, n_in, n_out, add, act, best,
-                          t32_norm{});
+                          t32_plain{});
     if (w->t32_g == 2)
         return pdl_launch(gemv_t32<F, W, 2, false>, grid, block, smem, st, w->dev, a, y, n_in, n_out, add, act, best,
-                          t32_norm{});
+                          t32_plain{});
     if (w->t32_g == 4)
         return pdl_launch(gemv_t32<F, W, 4, false>, grid, block, smem, st, w->dev, a, y, n_in, n_out, add, act, best,
-                          t32_norm{});
+                          t32_plain{});
     return cudaErrorInvalidValue;
 }
 
@@ -200,7 +204,7 @@ static cudaError_t t32_launch(const nib_cuda_weight *w, const act_q8 &a, float *
 template <class F>
 static cudaError_t t32_launch_norm(const nib_cuda_weight *w, const act_q8 &a, float *y, const t32_norm &nrm,
                                    cudaStream_t st) {
-    return pdl_launch(gemv_t32<F, T32_NORM_WARPS, 2, false, true>, dim3((unsigned)(w->n_out / 32)),
+    return pdl_launch(gemv_t32<F, T32_NORM_WARPS, 2, false, t32_norm>, dim3((unsigned)(w->n_out / 32)),
                       dim3(32 * T32_NORM_WARPS), t32_smem_bytes<F>((int)w->n_in), st, w->dev, a, y, (int)w->n_in,
                       (int)w->n_out, 1, 0, (unsigned long long *)NULL, nrm);
 }
@@ -212,11 +216,40 @@ static bool t32_norm_plan(nib_cuda_weight *w, nib_error *err) {
         w->n_out / 32 > ACT_SCALE_SLOTS)
         return true;
     int a = 0;
-    if (!t32_per_sm(gemv_t32<F, T32_NORM_WARPS, 2, false, true>, 32 * T32_NORM_WARPS,
+    if (!t32_per_sm(gemv_t32<F, T32_NORM_WARPS, 2, false, t32_norm>, 32 * T32_NORM_WARPS,
                     t32_smem_bytes<F>((int)w->n_in), &a, err))
         return false;
     w->t32_norm = a > 0;
     return true;
+}
+
+/* whether each warp of w's grid takes at most 32 RoPE pairs (gemv_t32's ROPE:
+ * a lane works out one pair's angle before the loop) */
+static inline bool t32_rope_fits(const nib_cuda_weight *w) {
+    const int64_t n_groups = CEIL_DIV(w->n_out, w->t32_g), n_warps = (int64_t)w->t32_grid * w->t32_warps;
+    return w->t32_g % 2 == 0 && n_warps > 0 && CEIL_DIV(n_groups, n_warps) * (w->t32_g / 2) <= 32;
+}
+
+/* w's groups of 2 or 4 rows (whole RoPE pairs) on its plain grid */
+template <class F, int W>
+static cudaError_t t32_launch_rope(const nib_cuda_weight *w, const act_q8 &a, const t32_rope &r, cudaStream_t st) {
+    if (w->t32_kernel != T32_WARPS || w->t32_pair || w->t32_warps != W || !t32_rope_fits(w)) return cudaErrorInvalidValue;
+    const dim3 grid(w->t32_grid), block(32 * W);
+    const int smem = t32_smem_bytes<F>((int)w->n_in), n_in = (int)w->n_in, n_out = (int)w->n_out;
+    if (w->t32_g == 2)
+        return pdl_launch(gemv_t32<F, W, 2, false, t32_rope>, grid, block, smem, st, w->dev, a, (float *)NULL,
+                          n_in, n_out, 0, 0, (unsigned long long *)NULL, r);
+    if (w->t32_g == 4)
+        return pdl_launch(gemv_t32<F, W, 4, false, t32_rope>, grid, block, smem, st, w->dev, a, (float *)NULL,
+                          n_in, n_out, 0, 0, (unsigned long long *)NULL, r);
+    return cudaErrorInvalidValue;
+}
+
+template <class F, int W, bool ON>
+constexpr cudaError_t (*t32_rope_launch_of())(const nib_cuda_weight *, const act_q8 &, const t32_rope &,
+                                              cudaStream_t) {
+    if constexpr (ON) return t32_launch_rope<F, W>;
+    else return nullptr;
 }
 
 /* the two above where ON, else NULL (no instance of the NORM kernel) */
@@ -235,10 +268,10 @@ constexpr bool (*t32_norm_plan_of())(nib_cuda_weight *, nib_error *) {
 /* the table row NAME of format TYPE, tiled form F on blocks of W warps
  * (gemv_t32), of up to SW (gemv_t32_seg); the norm epilogue's instance where
  * the output projection is tiled (SQ) on 8-warp blocks (W: at most 128
- * registers) */
+ * registers); the RoPE epilogue's where the fused Q/K/V is tiled (QKV) */
 #define T32_OPS(NAME, TYPE, F, W, SW, KS, SQ, QKV)                                                              \
     extern const t32_ops NAME = {TYPE, F::TILE, KS, SQ, QKV, t32_plan<F, W, SW>, t32_tile_launch<F>,                \
                                  t32_launch<F, W, SW>, t32_norm_launch_of<F, SQ && W == 8>(),                      \
-                                 t32_norm_plan_of<F, SQ && W == 8>()};
+                                 t32_norm_plan_of<F, SQ && W == 8>(), t32_rope_launch_of<F, W, QKV>()};
 
 #endif

@@ -498,19 +498,7 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
     if (L->n_fused) {
         stride = (int)(QD + KR + (L->n_fused == 3 ? VR : 0));
         qs = g->qkv, ks = g->qkv + QD;
-        if (L->n_fused == 3) {
-            TRY(mm(g, L->wqkv, g->xn, n, g->qkv, false, err));
-            vs = g->qkv + QD + KR, v_stride = stride;
-        } else if (use_gemm(g, L->wqkv, n) && use_gemm(g, L->wv, n)) { /* V's format differs */
-            TRY(mm(g, L->wqkv, g->xn, n, g->qkv, false, err));
-            TRY(mm(g, L->wv, g->xn, n, g->v, false, err));
-        } else {
-            TRY(nib_cuda_matmul_pair(L->wqkv, L->wv, g->xn, g->act, n, g->qkv, g->v, st, err));
-        }
-    } else {
-        TRY(mm(g, L->wq, g->xn, n, g->q, false, err));
-        TRY(mm(g, L->wk, g->xn, n, g->k, false, err));
-        TRY(mm(g, L->wv, g->xn, n, g->v, false, err));
+        if (L->n_fused == 3) vs = g->qkv + QD + KR, v_stride = stride;
     }
     uint16_t *kc = g->k_cache + (uint64_t)il * g->n_ctx * KR, *vc = g->v_cache + (uint64_t)il * g->n_ctx * VR;
     nib_cuda_qkv_args qa = {
@@ -523,7 +511,26 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
         .rope_base = l->rope_base, .rope_scale = l->rope_scale, .rope_freqs = NULL,
         .inv_freq = g->inv_freq + (size_t)il * (hp->n_rot / 2),
     };
-    TRY(nib_cuda_qkv_rope(&qa, st, err));
+    if (L->n_fused == 3 && !use_gemm(g, L->wqkv, n) && nib_cuda_matmul_qkv_rope_ok(L->wqkv, &qa)) {
+        /* one token's fused Q/K/V leaves RoPE and the cache stores done (one kernel fewer a layer) */
+        TRY(nib_cuda_matmul_qkv_rope(L->wqkv, g->act, &qa, st, err));
+    } else {
+        if (L->n_fused == 3) {
+            TRY(mm(g, L->wqkv, g->xn, n, g->qkv, false, err));
+        } else if (L->n_fused) {
+            if (use_gemm(g, L->wqkv, n) && use_gemm(g, L->wv, n)) { /* V's format differs */
+                TRY(mm(g, L->wqkv, g->xn, n, g->qkv, false, err));
+                TRY(mm(g, L->wv, g->xn, n, g->v, false, err));
+            } else {
+                TRY(nib_cuda_matmul_pair(L->wqkv, L->wv, g->xn, g->act, n, g->qkv, g->v, st, err));
+            }
+        } else {
+            TRY(mm(g, L->wq, g->xn, n, g->q, false, err));
+            TRY(mm(g, L->wk, g->xn, n, g->k, false, err));
+            TRY(mm(g, L->wv, g->xn, n, g->v, false, err));
+        }
+        TRY(nib_cuda_qkv_rope(&qa, st, err));
+    }
     nib_cuda_attn aa = {
         .q = g->q, .k = kc, .v = vc, .out = g->att, .pos = g->io_dev + IO_POS,
         .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .hd_k = hp->head_dim_k, .hd_v = hp->head_dim_v,
