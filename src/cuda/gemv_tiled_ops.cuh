@@ -223,6 +223,19 @@ static bool t32_norm_plan(nib_cuda_weight *w, nib_error *err) {
     return true;
 }
 
+/* the two above where ON, else NULL (no instance of the NORM kernel) */
+template <class F, bool ON>
+constexpr cudaError_t (*t32_norm_launch_of())(const nib_cuda_weight *, const act_q8 &, float *, const t32_norm &,
+                                              cudaStream_t) {
+    if constexpr (ON) return t32_launch_norm<F>;
+    else return nullptr;
+}
+template <class F, bool ON>
+constexpr bool (*t32_norm_plan_of())(nib_cuda_weight *, nib_error *) {
+    if constexpr (ON) return t32_norm_plan<F>;
+    else return nullptr;
+}
+
 /* whether each warp of w's grid takes at most 32 RoPE pairs (gemv_t32's ROPE:
  * a lane works out one pair's angle before the loop) */
 static inline bool t32_rope_fits(const nib_cuda_weight *w) {
@@ -245,23 +258,11 @@ static cudaError_t t32_launch_rope(const nib_cuda_weight *w, const act_q8 &a, co
     return cudaErrorInvalidValue;
 }
 
+/* the one above where ON, else NULL (no instance of the RoPE kernel) */
 template <class F, int W, bool ON>
 constexpr cudaError_t (*t32_rope_launch_of())(const nib_cuda_weight *, const act_q8 &, const t32_rope &,
                                               cudaStream_t) {
     if constexpr (ON) return t32_launch_rope<F, W>;
-    else return nullptr;
-}
-
-/* the two above where ON, else NULL (no instance of the NORM kernel) */
-template <class F, bool ON>
-constexpr cudaError_t (*t32_norm_launch_of())(const nib_cuda_weight *, const act_q8 &, float *, const t32_norm &,
-                                              cudaStream_t) {
-    if constexpr (ON) return t32_launch_norm<F>;
-    else return nullptr;
-}
-template <class F, bool ON>
-constexpr bool (*t32_norm_plan_of())(nib_cuda_weight *, nib_error *) {
-    if constexpr (ON) return t32_norm_plan<F>;
     else return nullptr;
 }
 
