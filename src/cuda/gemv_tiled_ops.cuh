@@ -243,10 +243,10 @@ static inline bool t32_rope_fits(const nib_cuda_weight *w) {
     return w->t32_g % 2 == 0 && n_warps > 0 && CEIL_DIV(n_groups, n_warps) * (w->t32_g / 2) <= 32;
 }
 
-/* w's groups of 2 or 4 rows (whole RoPE pairs) on its plain grid */
+/* w's groups of 2 or 4 rows (whole RoPE pairs) on its plain grid, as
+ * nib_cuda_matmul_qkv_rope_ok took it */
 template <class F, int W>
 static cudaError_t t32_launch_rope(const nib_cuda_weight *w, const act_q8 &a, const t32_rope &r, cudaStream_t st) {
-    if (w->t32_kernel != T32_WARPS || w->t32_pair || w->t32_warps != W || !t32_rope_fits(w)) return cudaErrorInvalidValue;
     const dim3 grid(w->t32_grid), block(32 * W);
     const int smem = t32_smem_bytes<F>((int)w->n_in), n_in = (int)w->n_in, n_out = (int)w->n_out;
     if (w->t32_g == 2)

@@ -486,6 +486,22 @@ static bool ffn_norm_fused(const nib_hparams *hp, const gpu_layer *L, int n) {
            nib_cuda_glu_takes_norm(L->gate);
 }
 
+/* Layer L's Q/K/V projections of n tokens: fused (q, k, v interleaved in
+ * g->qkv), fused Q/K with V apart (V's format differs), or three matrices */
+static nib_status qkv_project(nib_gpu *g, const gpu_layer *L, int n, nib_error *err) {
+    if (L->n_fused == 3) return mm(g, L->wqkv, g->xn, n, g->qkv, false, err);
+    if (!L->n_fused) {
+        TRY(mm(g, L->wq, g->xn, n, g->q, false, err));
+        TRY(mm(g, L->wk, g->xn, n, g->k, false, err));
+        return mm(g, L->wv, g->xn, n, g->v, false, err);
+    }
+    if (use_gemm(g, L->wqkv, n) && use_gemm(g, L->wv, n)) { /* V's format differs */
+        TRY(mm(g, L->wqkv, g->xn, n, g->qkv, false, err));
+        return mm(g, L->wv, g->xn, n, g->v, false, err);
+    }
+    return nib_cuda_matmul_pair(L->wqkv, L->wv, g->xn, g->act, n, g->qkv, g->v, g->stream, err);
+}
+
 static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_error *err) {
     const nib_hparams *hp = &g->m->hp;
     const nib_layer *l = &g->m->layers[il];
@@ -516,20 +532,7 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
          * tg128 Llama-3-8B Q4_K_M +1.7% with 16 of its 32 layers taking it, bench/gpu-decode-notes.md v95) */
         TRY(nib_cuda_matmul_qkv_rope(L->wqkv, g->act, &qa, st, err));
     } else {
-        if (L->n_fused == 3) {
-            TRY(mm(g, L->wqkv, g->xn, n, g->qkv, false, err));
-        } else if (L->n_fused) {
-            if (use_gemm(g, L->wqkv, n) && use_gemm(g, L->wv, n)) { /* V's format differs */
-                TRY(mm(g, L->wqkv, g->xn, n, g->qkv, false, err));
-                TRY(mm(g, L->wv, g->xn, n, g->v, false, err));
-            } else {
-                TRY(nib_cuda_matmul_pair(L->wqkv, L->wv, g->xn, g->act, n, g->qkv, g->v, st, err));
-            }
-        } else {
-            TRY(mm(g, L->wq, g->xn, n, g->q, false, err));
-            TRY(mm(g, L->wk, g->xn, n, g->k, false, err));
-            TRY(mm(g, L->wv, g->xn, n, g->v, false, err));
-        }
+        TRY(qkv_project(g, L, n, err));
         TRY(nib_cuda_qkv_rope(&qa, st, err));
     }
     nib_cuda_attn aa = {
