@@ -99,6 +99,12 @@ nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_error *err)
 /* The same for a fused Q/K/V matrix (Q, K and V of one format as one): tiled
  * only for the formats where that measured faster than the item kernels. */
 nib_status nib_cuda_weight_tile_qkv(nib_cuda_weight *w, bool *tiled, nib_error *err);
+/* The same for a fused Q/K and its V where V's format differs (llama.cpp's
+ * Q4_K_M layers with a Q6_K V), tiled together or not at all: then one
+ * token's Q/K/V is one launch (nib_cuda_matmul_qkv_rope with both), and
+ * neither is read by the pair kernel again (nib_cuda_matmul_pair takes two
+ * launches for them). */
+nib_status nib_cuda_weight_tile_qkv_pair(nib_cuda_weight *qk, nib_cuda_weight *v, bool *tiled, nib_error *err);
 /* The same for a feed-forward's gate and up (one shape and format), tiled
  * together as one matrix of interleaved rows for the gate/up kernel: from
  * then on they are used only together, by nib_cuda_matmul_glu (and freed

@@ -63,6 +63,9 @@ struct nib_cuda_weight {
     int t32_tile;            /* bytes a tile of 32 blocks (the format's tiled form, gemv_tiled.cuh) */
     bool t32_norm;           /* one token's GEMV may also leave the deferred norm of its output
                                 (nib_cuda_matmul_norm; gemv_t32's NORM instance fits the device) */
+    int t32_qk_grid;         /* a fused Q/K tiled with its V (nib_cuda_weight_tile_qkv_pair): the blocks of the
+                                Q/K part of their one launch (gemv_t32_qkv2), and of the V part: */
+    int t32_v_grid;          /* 0 where the Q/K has no V beside it */
 };
 
 /* Activation scratch (nib_cuda_act_quantize): n_tok rows of n int8 quants,

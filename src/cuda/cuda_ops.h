@@ -76,15 +76,17 @@ nib_status nib_cuda_qkv_rope(const nib_cuda_qkv_args *a, void *stream, nib_error
  * nib_cuda_matmul(w, act) into a fused output and nib_cuda_qkv_rope on it
  * leave (rotated Q in a->q_out, K and V in the cache row *pos), the same
  * bits, in one kernel: the step loses qkv_rope. w is the fused matrix (the
- * rows of Q, K, V), act its quantized input; a->q, k, v and their strides
- * are not read. Only where nib_cuda_matmul_qkv_rope_ok(w, a): a tiled
- * matrix whose row groups are whole RoPE pairs, one token, adjacent pairs
- * (not neox), no bias or QK-norm, a host table of frequencies (inv_freq),
- * q_out set. */
+ * rows of Q, K, V) and wv NULL, or w the fused Q/K and wv the V that
+ * nib_cuda_weight_tile_qkv_pair tiled beside it (one launch for both); act
+ * their quantized input; a->q, k, v and their strides are not read. Only
+ * where nib_cuda_matmul_qkv_rope_ok(w, wv, a): tiled matrices whose row
+ * groups are whole RoPE pairs, one token, adjacent pairs (not neox), no
+ * bias or QK-norm, a host table of frequencies (inv_freq), q_out set. */
 struct nib_cuda_weight;
-bool nib_cuda_matmul_qkv_rope_ok(const struct nib_cuda_weight *w, const nib_cuda_qkv_args *a);
-nib_status nib_cuda_matmul_qkv_rope(const struct nib_cuda_weight *w, const void *act, const nib_cuda_qkv_args *a,
-                                    void *stream, nib_error *err);
+bool nib_cuda_matmul_qkv_rope_ok(const struct nib_cuda_weight *w, const struct nib_cuda_weight *wv,
+                                 const nib_cuda_qkv_args *a);
+nib_status nib_cuda_matmul_qkv_rope(const struct nib_cuda_weight *w, const struct nib_cuda_weight *wv, const void *act,
+                                    const nib_cuda_qkv_args *a, void *stream, nib_error *err);
 
 /* ---- the end of the step --------------------------------------------------------- */
 /* x = c * tanh(x / c) over n floats (final logit softcap). */

@@ -58,6 +58,11 @@ nib_status nib_cuda_weight_tile_qkv(nib_cuda_weight *w, bool *tiled, nib_error *
     *tiled = false;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }
+nib_status nib_cuda_weight_tile_qkv_pair(nib_cuda_weight *qk, nib_cuda_weight *v, bool *tiled, nib_error *err) {
+    (void)qk, (void)v;
+    *tiled = false;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
 nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_weight *up, bool *tiled, nib_error *err) {
     (void)gate, (void)up;
     *tiled = false;
@@ -92,13 +97,14 @@ nib_status nib_cuda_qkv_rope(const nib_cuda_qkv_args *a, void *stream, nib_error
     (void)a, (void)stream;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }
-bool nib_cuda_matmul_qkv_rope_ok(const struct nib_cuda_weight *w, const nib_cuda_qkv_args *a) {
-    (void)w, (void)a;
+bool nib_cuda_matmul_qkv_rope_ok(const struct nib_cuda_weight *w, const struct nib_cuda_weight *wv,
+                                 const nib_cuda_qkv_args *a) {
+    (void)w, (void)wv, (void)a;
     return false;
 }
-nib_status nib_cuda_matmul_qkv_rope(const struct nib_cuda_weight *w, const void *act, const nib_cuda_qkv_args *a,
-                                    void *stream, nib_error *err) {
-    (void)w, (void)act, (void)a, (void)stream;
+nib_status nib_cuda_matmul_qkv_rope(const struct nib_cuda_weight *w, const struct nib_cuda_weight *wv, const void *act,
+                                    const nib_cuda_qkv_args *a, void *stream, nib_error *err) {
+    (void)w, (void)wv, (void)act, (void)a, (void)stream;
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }
 nib_status nib_cuda_softcap(float *x, int64_t n, float c, void *stream, nib_error *err) {

@@ -10,7 +10,10 @@
  * pair over ~2,100 warps left the last warps 8 tiles where the mean is 6.8
  * (lab: 20.8 us against 19.3 interleaved). The pair kernel, the staged LM
  * head and the row lookup read the file's layout and are not given tiled
- * matrices (gemv.cu pair_get; get_rows refuses them).
+ * matrices (gemv.cu pair_get; get_rows refuses them). A fused Q/K whose V
+ * has another format (the pair kernel's case) is tiled with its V or not at
+ * all, and one token's Q/K/V then runs as one launch of both
+ * (gemv_tiled_qkv.cu): Llama-3-8B Q4_K_M tg128 +2.9% (v96).
  *
  * Which: matrices of the formats in t32_table (every dp4a format but Q8_0).
  * Rows of a multiple of 2048 elements (G = 1, 2 or 4 rows a warp group):
@@ -56,8 +59,7 @@ static const t32_ops *const t32_table[] = {
     &t32_ops_mxfp4,
 };
 
-/* the format's tiled form, or NULL: it keeps the file's layout */
-static const t32_ops *t32_find(nib_type t) {
+const t32_ops *t32_find(nib_type t) {
     for (size_t i = 0; i < sizeof t32_table / sizeof t32_table[0]; i++)
         if (t32_table[i]->type == t) return t32_table[i];
     return NULL;
@@ -78,8 +80,10 @@ static bool t32_fills(const nib_cuda_weight *w, int g, int kernel, bool glu) {
     return n_groups >= (int64_t)w->sms * (kernel != T32_WARPS ? 1 : T32_MIN_WARPS_SM);
 }
 
-/* What a matrix is read as: one matrix, a fused Q/K/V, a gate/up pair */
-typedef enum t32_role { T32_MATRIX, T32_QKV, T32_PAIR } t32_role;
+/* What a matrix is read as: one matrix, a fused Q/K/V, a gate/up pair, a
+ * V beside its fused Q/K (gemv_t32_qkv2: one launch, so it need not fill
+ * the device alone) */
+typedef enum t32_role { T32_MATRIX, T32_QKV, T32_PAIR, T32_BESIDE } t32_role;
 
 /* Which layout a matrix takes (rows a group *g, *kernel), or false: the file's. */
 static bool t32_shape(const nib_cuda_weight *w, t32_role role, int *g, int *kernel) {
@@ -92,6 +96,7 @@ static bool t32_shape(const nib_cuda_weight *w, t32_role role, int *g, int *kern
     *kernel = T32_WARPS;
     if (!*g) return false;
     const int t = *g * nb / 32;
+    if (role == T32_BESIDE) return *g <= 4; /* gemv_t32's groups, as the Q/K beside it */
     if (*g > 4) { /* 8-, 16- or 32-row groups: every role but a Q/K/V the format keeps apart */
         *kernel = T32_SEG;
         return role != T32_QKV || o->qkv;
@@ -159,7 +164,7 @@ static nib_status t32_tile_one(nib_cuda_weight *w, t32_role role, bool *tiled, n
         return NIB_OK;
     }
     int g = 0, kernel = T32_WARPS;
-    if (!t32_shape(w, role, &g, &kernel) || !t32_fills(w, g, kernel, false)) return NIB_OK;
+    if (!t32_shape(w, role, &g, &kernel) || (role != T32_BESIDE && !t32_fills(w, g, kernel, false))) return NIB_OK;
     if (!t32_find(w->type)->plan(w, g, kernel, false, err))
         return err ? err->status : NIB_ERR_IO;
     if (!w->t32_grid) return NIB_OK;
@@ -182,6 +187,32 @@ extern "C" nib_status nib_cuda_weight_tile(nib_cuda_weight *w, bool *tiled, nib_
 
 extern "C" nib_status nib_cuda_weight_tile_qkv(nib_cuda_weight *w, bool *tiled, nib_error *err) {
     return t32_tile_one(w, T32_QKV, tiled, err);
+}
+
+/* Only where both matrices take the layout and one launch has an instance
+ * for their formats and groups; so a Q/K is never tiled without its V (the
+ * pair kernel reads the file's layout, gemv.cu). */
+extern "C" nib_status nib_cuda_weight_tile_qkv_pair(nib_cuda_weight *qk, nib_cuda_weight *v, bool *tiled,
+                                                    nib_error *err) {
+    *tiled = false;
+    if (!qk || !v) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_weight_tile_qkv_pair: NULL weight");
+    if (qk->t32_g || v->t32_g) {
+        *tiled = qk->t32_v_grid > 0;
+        return NIB_OK;
+    }
+    int g = 0, gv = 0, kernel = T32_WARPS, kv = T32_WARPS;
+    if (qk->n_in != v->n_in || !t32_shape(qk, T32_QKV, &g, &kernel) || kernel != T32_WARPS ||
+        !t32_fills(qk, g, kernel, false) || !t32_shape(v, T32_BESIDE, &gv, &kv) || gv != g ||
+        !t32_qkv2_has(qk->type, v->type, g))
+        return NIB_OK;
+    if (!t32_qkv2_plan(qk, v, g, err)) return err ? err->status : NIB_ERR_IO;
+    if (!qk->t32_v_grid) return NIB_OK; /* the one launch does not fit the device */
+    bool a = false, b = false;
+    nib_status s = t32_tile_one(qk, T32_QKV, &a, err);
+    if (s == NIB_OK && a) s = t32_tile_one(v, T32_BESIDE, &b, err);
+    *tiled = s == NIB_OK && a && b;
+    if (!*tiled) qk->t32_qk_grid = qk->t32_v_grid = 0; /* no room for one: each its own launches */
+    return s;
 }
 
 extern "C" nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_weight *up, bool *tiled,
@@ -263,41 +294,6 @@ extern "C" nib_status nib_cuda_matmul_norm(const nib_cuda_weight *w, const void 
         t32_find(w->type)->launch_norm(w, cuda_act_view(act, w->n_in, 1), y, nrm, (cudaStream_t)stream);
     char what[128];
     snprintf(what, sizeof what, "launch of gemv_t32 with the norm (%s %lld x %lld)", nib_type_name(w->type),
-             (long long)w->n_in, (long long)w->n_out);
-    return cuda_launch_status(e, what, err);
-}
-
-/* ---- the fused Q/K/V with RoPE and the cache stores (gemv_t32's ROPE) ------------- */
-
-extern "C" bool nib_cuda_matmul_qkv_rope_ok(const nib_cuda_weight *w, const nib_cuda_qkv_args *a) {
-    if (!w || !a || !w->t32_g || w->t32_pair || w->t32_kernel != T32_WARPS || !t32_rope_fits(w)) return false;
-    const t32_ops *o = t32_find(w->type);
-    const int64_t n_q = (int64_t)a->n_head * a->hd_k, n_k = (int64_t)a->n_head_kv * a->hd_k;
-    return o && o->launch_rope && a->n_tok == 1 && !a->neox && !a->bq && !a->bk && !a->bv && !a->q_norm &&
-           !a->k_norm && a->inv_freq && a->q_out && a->k_cache && a->v_cache && a->pos && a->hd_k >= 2 &&
-           a->hd_k % 2 == 0 && a->hd_v % 2 == 0 && a->n_rot >= 0 && a->n_rot <= a->hd_k && a->n_rot % 2 == 0 &&
-           w->n_out == n_q + n_k + (int64_t)a->n_head_kv * a->hd_v;
-}
-
-extern "C" nib_status nib_cuda_matmul_qkv_rope(const nib_cuda_weight *w, const void *act, const nib_cuda_qkv_args *a,
-                                               void *stream, nib_error *err) {
-    if (!w || !act || !a) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul_qkv_rope: NULL argument");
-    if (!nib_cuda_matmul_qkv_rope_ok(w, a))
-        return nib_error_set(err, NIB_ERR_UNSUPPORTED,
-                             "nib_cuda_matmul_qkv_rope: %s %lld x %lld with %d+2x%d heads of %d/%d (%d rotated, %s, "
-                             "%d tokens) has no fused RoPE (see nib_cuda_matmul_qkv_rope_ok)",
-                             nib_type_name(w->type), (long long)w->n_in, (long long)w->n_out, a->n_head, a->n_head_kv,
-                             a->hd_k, a->hd_v, a->n_rot, a->neox ? "neox" : "adjacent pairs", a->n_tok);
-    t32_rope r;
-    r.q = a->q_out;
-    r.k_cache = (__half *)a->k_cache, r.v_cache = (__half *)a->v_cache;
-    r.pos = a->pos;
-    r.inv_freq = a->inv_freq;
-    r.rope_scale = a->rope_scale;
-    r.n_q = a->n_head * a->hd_k, r.n_k = a->n_head_kv * a->hd_k, r.hd = a->hd_k, r.n_rot = a->n_rot;
-    const cudaError_t e = t32_find(w->type)->launch_rope(w, cuda_act_view(act, w->n_in, 1), r, (cudaStream_t)stream);
-    char what[128];
-    snprintf(what, sizeof what, "launch of gemv_t32 with RoPE (%s %lld x %lld)", nib_type_name(w->type),
              (long long)w->n_in, (long long)w->n_out);
     return cuda_launch_status(e, what, err);
 }

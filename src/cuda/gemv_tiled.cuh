@@ -623,7 +623,7 @@ struct t32_rope {
     const int32_t *pos;
     const double *inv_freq;
     float rope_scale;
-    int n_q, n_k, hd, n_rot;
+    int n_q, n_k, n_v, hd, n_rot;
 };
 
 template <class E, class T>
@@ -641,8 +641,8 @@ __device__ __forceinline__ void t32_rope_angle(const t32_rope &e, int row, int p
 }
 
 /* rows (row, row + 1) of the fused Q/K/V output rotated by (c, s) and stored */
-__device__ __forceinline__ void t32_rope_store(const t32_rope &e, int row, int n_out, int p, float x0, float x1,
-                                               float c, float s) {
+__device__ __forceinline__ void t32_rope_store(const t32_rope &e, int row, int p, float x0, float x1, float c,
+                                               float s) {
     if (row < e.n_q + e.n_k && row % e.hd < e.n_rot) {
         const float r0 = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
         const float r1 = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
@@ -653,12 +653,12 @@ __device__ __forceinline__ void t32_rope_store(const t32_rope &e, int row, int n
     } else if (row < e.n_q + e.n_k) {
         *(__half2 *)(e.k_cache + (size_t)p * e.n_k + (row - e.n_q)) = __floats2half2_rn(x0, x1);
     } else {
-        const int n_v = n_out - e.n_q - e.n_k;
-        *(__half2 *)(e.v_cache + (size_t)p * n_v + (row - e.n_q - e.n_k)) = __floats2half2_rn(x0, x1);
+        *(__half2 *)(e.v_cache + (size_t)p * e.n_v + (row - e.n_q - e.n_k)) = __floats2half2_rn(x0, x1);
     }
 }
 
-/* y[row] = W[row] . x (+ y[row] when add) for one token. GLU: W is a
+/* gemv_t32's body, as blocks [0, n_blocks) of a grid (block: this one):
+ * y[row] = W[row] . x (+ y[row] when add) for one token. GLU: W is a
  * gate/up pair tiled as one matrix of interleaved rows (gate i at 2i, up i at
  * 2i + 1; G even), and h[i] = act(gate i . x) * (up i . x) goes to y[i].
  * best: the fused argmax's key (row_key, gemv_kernels.cuh), or NULL. Shared
@@ -673,12 +673,16 @@ __device__ __forceinline__ void t32_rope_store(const t32_rope &e, int row, int n
  *   step loses qkv_rope. Each lane works out one of its warp's pairs' angle
  *   before pdl_wait (p is in the io block, copied in before the step), so a
  *   warp takes at most 32 pairs (the launcher checks): the double cos and
- *   sin stay out of the loop, whose registers they would raise past 128. */
-template <class F, int WARPS, int G, bool GLU, class E = t32_plain>
-__global__ void __launch_bounds__(WARPS * 32)
-gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_in, int n_out, int add, int act,
-         unsigned long long *best, E e) {
+ *   sin stay out of the loop, whose registers they would raise past 128.
+ *   W's rows are the fused rows from row_base on (gemv_t32_qkv2's V part).
+ * ONE: the launcher gives each warp at most one tile, so the second tile
+ * buffer goes (Q6_K's registers: gemv_t32_qkv2). */
+template <class F, int WARPS, int G, bool GLU, class E, bool ONE = false>
+__device__ __forceinline__ void t32_body(const uint8_t *__restrict__ Wt, const act_q8 &a, float *__restrict__ y,
+                                         int n_in, int n_out, int add, int act, unsigned long long *best, const E &e,
+                                         int block, int n_blocks, int row_base) {
     constexpr bool NORM = t32_is<E, t32_norm>, ROPE = t32_is<E, t32_rope>;
+    static_assert(!ONE || ROPE, "one tile a warp: the Q/K/V pair's V part only");
     uint8_t *const t32_act = t32_act_smem<F>();
     static_assert(!GLU || G % 2 == 0, "a GLU group holds whole (gate, up) pairs");
     static_assert(!NORM || (WARPS * G == 32 && !GLU), "a norm block is 32 rows, a group a warp");
@@ -687,11 +691,11 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
     pdl_launch_dependents();
     /* the norm weight of this block's rows: a weight, read before the wait */
     float w_norm = 0.0f;
-    if constexpr (NORM) w_norm = threadIdx.x < 32 ? __ldg(e.w + blockIdx.x * 32 + threadIdx.x) : 0.0f;
+    if constexpr (NORM) w_norm = threadIdx.x < 32 ? __ldg(e.w + block * 32 + threadIdx.x) : 0.0f;
     const int lane = threadIdx.x & 31;
     const int nb = n_in / F::QK, T = G * nb / 32; /* tiles a group */
     const int n_groups = (n_out + G - 1) / G;
-    const int gw = blockIdx.x * WARPS + (threadIdx.x >> 5), n_warps = gridDim.x * WARPS;
+    const int gw = block * WARPS + (threadIdx.x >> 5), n_warps = n_blocks * WARPS;
     const int count = gw < n_groups ? ((n_groups - 1 - gw) / n_warps + 1) * T : 0; /* tiles this warp takes */
     int lg = gw, lj = 0; /* the load cursor: group lg, its tile lj */
     auto load = [&](t32_w<F::CH, F::SIDE> &w) {
@@ -705,7 +709,7 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
     float rc = 1.0f, rsn = 0.0f;
     if constexpr (ROPE) {
         pos = *e.pos;
-        t32_rope_angle(e, (gw + lane / (G / 2) * n_warps) * G + 2 * (lane % (G / 2)), pos, rc, rsn);
+        t32_rope_angle(e, row_base + (gw + lane / (G / 2) * n_warps) * G + 2 * (lane % (G / 2)), pos, rc, rsn);
     }
     t32_prepare<F>();
     pdl_wait();
@@ -750,7 +754,7 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
                         const int row = cg * G + q;
                         if (row >= n_out) break;
                         if constexpr (ROPE) {
-                            t32_rope_store(e, row, n_out, pos, out[q], out[q + 1], pc[q / 2], ps[q / 2]);
+                            t32_rope_store(e, row_base + row, pos, out[q], out[q + 1], pc[q / 2], ps[q / 2]);
                         } else if (GLU) {
                             y[row / 2] = glu_act(act, out[q]) * out[q + 1];
                         } else {
@@ -764,28 +768,57 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
                 cj = 0, cg += n_warps, ck++;
             }
         };
-        for (int k = 0; k < count; k += 2) {
-            if (k + 1 < count) load(B);
-            step(A);
-            if (k + 2 < count) load(A);
-            if (k + 1 < count) step(B);
+        if constexpr (ONE) {
+            step(A); /* the launcher gave this part a warp a tile */
+        } else {
+            for (int k = 0; k < count; k += 2) {
+                if (k + 1 < count) load(B);
+                step(A);
+                if (k + 2 < count) load(A);
+                if (k + 1 < count) step(B);
+            }
         }
     }
     if constexpr (NORM) { /* norm_q8_deferred's arithmetic on this block's 32 rows */
         __syncthreads();
         if (threadIdx.x < 32) {
-            const int row = (int)blockIdx.x * 32 + lane;
+            const int row = block * 32 + lane;
             const float v = x_norm[lane];
             quantize_warp32(__fmul_rn(v, w_norm), e.qs + row, e.ds + row / 32);
             double ss = (double)v * (double)v;
 #pragma unroll
             for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xFFFFFFFFu, ss, o);
             ss /= (double)n_out;
-            if (lane == 0) e.sc->part[blockIdx.x] = blockIdx.x == 0 ? ss + (double)e.eps : ss;
-            if (blockIdx.x == 0) act_scale_clear(e.sc, (int)gridDim.x, lane, 32);
+            if (lane == 0) e.sc->part[block] = block == 0 ? ss + (double)e.eps : ss;
+            if (block == 0) act_scale_clear(e.sc, n_blocks, lane, 32);
         }
     }
     if (best) block_offer_best(best, mine);
+}
+template <class F, int WARPS, int G, bool GLU, class E = t32_plain>
+__global__ void __launch_bounds__(WARPS * 32)
+gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_in, int n_out, int add, int act,
+         unsigned long long *best, E e) {
+    t32_body<F, WARPS, G, GLU, E>(Wt, a, y, n_in, n_out, add, act, best, e, (int)blockIdx.x, (int)gridDim.x, 0);
+}
+
+/* One token's Q/K/V where V's format differs (Llama-3's Q4_K_M layers with
+ * a Q6_K V): the fused Q/K rows (format FA) and the V rows (FB), each tiled
+ * in G-row groups, in one grid with the RoPE epilogue: blocks [0, g_a) run
+ * the Q/K part, the rest the V part (rows n_a on of the fused rows), a block
+ * one body so its barriers stay block-uniform. The V part takes a tile a
+ * warp (ONE: the launcher sizes it so), which keeps Q6_K's registers with
+ * Q4_K's under 128 and two 8-warp blocks a multiprocessor. Shared memory:
+ * the larger of the two formats' t32_smem_bytes. */
+template <class FA, class FB, int WARPS, int G>
+__global__ void __launch_bounds__(WARPS * 32)
+gemv_t32_qkv2(const uint8_t *__restrict__ Wa, int n_a, const uint8_t *__restrict__ Wb, int n_b, act_q8 a, int n_in,
+              int g_a, t32_rope e) {
+    if ((int)blockIdx.x < g_a)
+        t32_body<FA, WARPS, G, false, t32_rope>(Wa, a, NULL, n_in, n_a, 0, 0, NULL, e, (int)blockIdx.x, g_a, 0);
+    else
+        t32_body<FB, WARPS, G, false, t32_rope, true>(Wb, a, NULL, n_in, n_b, 0, 0, NULL, e, (int)blockIdx.x - g_a,
+                                                      (int)gridDim.x - g_a, n_a);
 }
 
 /* Split K for long rows: the T tiles of a group go to the T warps of a block

@@ -236,11 +236,11 @@ constexpr bool (*t32_norm_plan_of())(nib_cuda_weight *, nib_error *) {
     else return nullptr;
 }
 
-/* whether each warp of w's grid takes at most 32 RoPE pairs (gemv_t32's ROPE:
- * a lane works out one pair's angle before the loop) */
-static inline bool t32_rope_fits(const nib_cuda_weight *w) {
-    const int64_t n_groups = CEIL_DIV(w->n_out, w->t32_g), n_warps = (int64_t)w->t32_grid * w->t32_warps;
-    return w->t32_g % 2 == 0 && n_warps > 0 && CEIL_DIV(n_groups, n_warps) * (w->t32_g / 2) <= 32;
+/* whether each warp of a grid of n_warps takes at most 32 RoPE pairs of
+ * n_out rows in g-row groups (gemv_t32's ROPE: a lane works out one pair's
+ * angle before the loop) */
+static inline bool t32_rope_fits(int64_t n_out, int g, int64_t n_warps) {
+    return g % 2 == 0 && n_warps > 0 && CEIL_DIV(CEIL_DIV(n_out, g), n_warps) * (g / 2) <= 32;
 }
 
 /* w's groups of 2 or 4 rows (whole RoPE pairs) on its plain grid, as
@@ -265,6 +265,16 @@ constexpr cudaError_t (*t32_rope_launch_of())(const nib_cuda_weight *, const act
     if constexpr (ON) return t32_launch_rope<F, W>;
     else return nullptr;
 }
+
+/* the format's table row (gemv_tiled.cu), or NULL: it keeps the file's layout */
+const t32_ops *t32_find(nib_type t);
+
+/* A fused Q/K (format a) and its V (format b) tiled in g-row groups, run
+ * as one launch (gemv_tiled_qkv.cu): whether an instance exists, and the
+ * two parts' grids into qk (t32_qk_grid, t32_v_grid; 0 where the launch
+ * does not fit the device) */
+bool t32_qkv2_has(nib_type a, nib_type b, int g);
+bool t32_qkv2_plan(nib_cuda_weight *qk, const nib_cuda_weight *v, int g, nib_error *err);
 
 /* the table row NAME of format TYPE, tiled form F on blocks of W warps
  * (gemv_t32), of up to SW (gemv_t32_seg); the norm epilogue's instance where

@@ -6,7 +6,9 @@
  *     [residual add +] RMSNorm + quantize        one kernel (nib_cuda_add_norm)
  *     Q, K, V projections                        one matmul (fused at load), or Q/K fused and V of
  *                                                another format, as one launch where a pair kernel fits
- *     bias, QK-norm, RoPE, KV-cache store (f16)  one kernel (nib_cuda_qkv_rope)
+ *     bias, QK-norm, RoPE, KV-cache store (f16)  one kernel (nib_cuda_qkv_rope), or for one token
+ *                                                without bias or QK-norm in the tiled projection's
+ *                                                epilogue (nib_cuda_matmul_qkv_rope)
  *     attention                                  split-K flash decoding (nib_cuda_attention), which
  *                                                also quantizes its output for the projection
  *     output projection                          residual add fused (y += W x) unless a post-norm follows
@@ -157,12 +159,20 @@ static nib_status tile_with(nib_gpu *g, nib_cuda_weight *w, tile_fn fn, nib_erro
 static nib_status tile_matrix(nib_gpu *g, nib_cuda_weight *w, nib_error *err) {
     return tile_with(g, w, nib_cuda_weight_tile, err);
 }
-static nib_status tile_glu(nib_gpu *g, nib_cuda_weight *gate, nib_cuda_weight *up, nib_error *err) {
-    const uint64_t before = nib_cuda_weight_bytes(gate) + nib_cuda_weight_bytes(up);
+typedef nib_status (*tile2_fn)(nib_cuda_weight *a, nib_cuda_weight *b, bool *tiled, nib_error *err);
+static nib_status tile_two(nib_gpu *g, nib_cuda_weight *a, nib_cuda_weight *b, tile2_fn fn, nib_error *err) {
+    const uint64_t before = nib_cuda_weight_bytes(a) + nib_cuda_weight_bytes(b);
     bool tiled = false;
-    nib_status s = nib_cuda_weight_tile_glu(gate, up, &tiled, err);
-    if (s == NIB_OK && tiled) g->dev_bytes = g->dev_bytes - before + nib_cuda_weight_bytes(gate) + nib_cuda_weight_bytes(up);
+    nib_status s = fn(a, b, &tiled, err);
+    (void)tiled; /* one of the two may have been laid out even where the pair was not */
+    if (s == NIB_OK) g->dev_bytes = g->dev_bytes - before + nib_cuda_weight_bytes(a) + nib_cuda_weight_bytes(b);
     return s;
+}
+/* the fused Q/K/V (one matrix, or Q/K with V beside it) tiled where its format and shape take it */
+static nib_status tile_qkv(nib_gpu *g, gpu_layer *L, nib_error *err) {
+    if (L->n_fused == 3) return tile_with(g, L->wqkv, nib_cuda_weight_tile_qkv, err);
+    if (L->n_fused == 2) return tile_two(g, L->wqkv, L->wv, nib_cuda_weight_tile_qkv_pair, err);
+    return NIB_OK;
 }
 
 /* Q and K (and V when it shares their format) as one matrix: their rows
@@ -390,8 +400,8 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
             upload_vec(g, &l->post_ffn_norm, &L->post_ffn_norm, err) || upload_vec(g, &l->q_norm, &L->q_norm, err) ||
             upload_vec(g, &l->k_norm, &L->k_norm, err) || upload_vec(g, &l->bq, &L->bq, err) ||
             upload_vec(g, &l->bk, &L->bk, err) || upload_vec(g, &l->bv, &L->bv, err) ||
-            tile_matrix(g, L->wo, err) || tile_glu(g, L->gate, L->up, err) ||
-            tile_matrix(g, L->down, err) || (L->n_fused == 3 && tile_with(g, L->wqkv, nib_cuda_weight_tile_qkv, err)))
+            tile_matrix(g, L->wo, err) || tile_two(g, L->gate, L->up, nib_cuda_weight_tile_glu, err) ||
+            tile_matrix(g, L->down, err) || tile_qkv(g, L, err))
             goto fail;
         const nib_weight *qkv[] = {&l->wq, &l->wk, &l->wv}, *ffn[] = {&l->gate, &l->up};
         L->attn_defer = defer_ok(qkv, 3);
@@ -527,10 +537,12 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
         .rope_base = l->rope_base, .rope_scale = l->rope_scale, .rope_freqs = NULL,
         .inv_freq = g->inv_freq + (size_t)il * (hp->n_rot / 2),
     };
-    if (L->n_fused == 3 && !use_gemm(g, L->wqkv, n) && nib_cuda_matmul_qkv_rope_ok(L->wqkv, &qa)) {
+    const nib_cuda_weight *wv = L->n_fused == 2 ? L->wv : NULL; /* V beside a fused Q/K */
+    if (L->n_fused >= 2 && !use_gemm(g, L->wqkv, n) && nib_cuda_matmul_qkv_rope_ok(L->wqkv, wv, &qa)) {
         /* one token's fused Q/K/V leaves RoPE and the cache stores done (one kernel fewer a layer;
-         * tg128 Llama-3-8B Q4_K_M +1.7% with 16 of its 32 layers taking it, bench/gpu-decode-notes.md v95) */
-        TRY(nib_cuda_matmul_qkv_rope(L->wqkv, g->act, &qa, st, err));
+         * tg128 Llama-3-8B Q4_K_M +1.7% with the 16 of its 32 layers whose V is Q4_K taking it, and
+         * +2.9% more with the other 16 (Q6_K V beside the Q/K), bench/gpu-decode-notes.md v95, v96) */
+        TRY(nib_cuda_matmul_qkv_rope(L->wqkv, wv, g->act, &qa, st, err));
     } else {
         TRY(qkv_project(g, L, n, err));
         TRY(nib_cuda_qkv_rope(&qa, st, err));

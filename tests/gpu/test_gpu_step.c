@@ -41,9 +41,10 @@
  *    f16 round of K/V (nib_f32_to_fp16): the angle is computed in double on
  *    both sides; device cos/sin in double may differ by an ulp of a double,
  *    invisible after rounding to float in almost every case: bound 4 ulp.
- *  - the fused Q/K/V with RoPE in its epilogue (nib_cuda_matmul_qkv_rope)
- *    against the GEMV and qkv_rope it replaces: q and both caches bit for
- *    bit, the caches whole (poisoned before: only row pos written).
+ *  - the fused Q/K/V with RoPE in its epilogue (nib_cuda_matmul_qkv_rope),
+ *    one matrix or a Q/K with a V of another format beside it, against the
+ *    GEMVs and qkv_rope it replaces: q and both caches bit for bit, the
+ *    caches whole (poisoned before: only row pos written).
  *  - argmax: the first maximum, NaN never wins.
  *  - an LM head's shape (the 4-rows-per-warp kernel): bit for bit the
  *    prompt path's outputs, and the fused argmax their first maximum.
@@ -775,7 +776,9 @@ static void test_qkv_rope(void) {
  * no other row may be written). Llama-3-8B's shape (2-row groups), full and
  * partial rotation; a neox layout is refused. */
 static void test_matmul_qkv_rope(void) {
-    const nib_type types[] = {NIB_TYPE_Q4_K, NIB_TYPE_Q4_0};
+    /* one fused matrix (v NIB_TYPE_COUNT), or a fused Q/K with V beside it (Q4_K_M's layers with a Q6_K V) */
+    const struct { nib_type qk, v; } layouts[] = {
+        {NIB_TYPE_Q4_K, NIB_TYPE_COUNT}, {NIB_TYPE_Q4_0, NIB_TYPE_COUNT}, {NIB_TYPE_Q4_K, NIB_TYPE_Q6_K}};
     const struct { int n_rot; float base; } cases[] = {{128, 500000.0f}, {64, 10000.0f}};
     const int n = 4096, nh = 32, nkv = 8, hd = 128, QD = nh * hd, KD = nkv * hd, NO = QD + 2 * KD;
     const int n_ctx = 2048, pos = 1234;
@@ -785,6 +788,7 @@ static void test_matmul_qkv_rope(void) {
     uint16_t *ka = malloc(cb), *kb = malloc(cb), *va = malloc(cb), *vb = malloc(cb);
     for (int i = 0; i < n; i++) x[i] = (float)rng_normal();
     float *dx = gpu_alloc(sizeof(float) * n), *dqkv = gpu_alloc(sizeof(float) * NO), *dq = gpu_alloc(sizeof(float) * QD);
+    float *dv = gpu_alloc(sizeof(float) * KD);
     uint16_t *kc = gpu_alloc(cb), *vc = gpu_alloc(cb);
     int32_t *dpos = gpu_alloc(4);
     double *dfreq = gpu_alloc(sizeof(double) * hd / 2);
@@ -794,30 +798,37 @@ static void test_matmul_qkv_rope(void) {
     gpu_upload(dpos, &p0, 4);
     nib_status s = nib_cuda_act_quantize(dx, n, 1, act, NULL, &err);
     CHECK(s == NIB_OK, "quantize: %s", err.msg);
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0] && s == NIB_OK; ti++) {
-        const nib_type t = types[ti];
-        nib_cuda_weight *w = random_weight(t, n, NO);
+    for (size_t li = 0; li < sizeof layouts / sizeof layouts[0] && s == NIB_OK; li++) {
+        const nib_type t = layouts[li].qk;
+        const bool apart = layouts[li].v != NIB_TYPE_COUNT;
+        char name[64];
+        snprintf(name, sizeof name, "%s%s%s", nib_type_name(t), apart ? " + V " : "",
+                 apart ? nib_type_name(layouts[li].v) : "");
+        nib_cuda_weight *w = random_weight(t, n, apart ? QD + KD : NO), *wv = apart ? random_weight(layouts[li].v, n, KD) : NULL;
         bool tiled = false;
-        s = w ? nib_cuda_weight_tile_qkv(w, &tiled, &err) : NIB_ERR_ARG;
+        if (!w || (apart && !wv)) s = NIB_ERR_ARG;
+        else s = apart ? nib_cuda_weight_tile_qkv_pair(w, wv, &tiled, &err) : nib_cuda_weight_tile_qkv(w, &tiled, &err);
+        const int stride = apart ? QD + KD : NO;
         for (size_t c = 0; c < sizeof cases / sizeof cases[0] && s == NIB_OK; c++) {
             double freq[64];
             for (int i = 0; i < cases[c].n_rot / 2; i++)
                 freq[i] = pow((double)cases[c].base, -2.0 * i / (double)cases[c].n_rot);
             gpu_upload(dfreq, freq, sizeof(double) * (size_t)(cases[c].n_rot / 2));
             nib_cuda_qkv_args a = {
-                .q = dqkv, .k = dqkv + QD, .v = dqkv + QD + KD, .q_stride = NO, .k_stride = NO, .v_stride = NO,
-                .q_out = dq, .eps = 1e-6f, .k_cache = kc, .v_cache = vc, .pos = dpos, .n_tok = 1, .n_head = nh,
-                .n_head_kv = nkv, .hd_k = hd, .hd_v = hd, .n_rot = cases[c].n_rot, .neox = false,
-                .rope_base = cases[c].base, .rope_scale = 1.0f, .inv_freq = dfreq,
+                .q = dqkv, .k = dqkv + QD, .v = apart ? dv : dqkv + QD + KD, .q_stride = stride, .k_stride = stride,
+                .v_stride = apart ? 0 : stride, .q_out = dq, .eps = 1e-6f, .k_cache = kc, .v_cache = vc, .pos = dpos,
+                .n_tok = 1, .n_head = nh, .n_head_kv = nkv, .hd_k = hd, .hd_v = hd, .n_rot = cases[c].n_rot,
+                .neox = false, .rope_base = cases[c].base, .rope_scale = 1.0f, .inv_freq = dfreq,
             };
-            CHECK(tiled && nib_cuda_matmul_qkv_rope_ok(w, &a), "%s %dx%d: tiled %d, fused RoPE %d", nib_type_name(t),
-                  n, NO, tiled, nib_cuda_matmul_qkv_rope_ok(w, &a));
-            if (!nib_cuda_matmul_qkv_rope_ok(w, &a)) break;
-            /* the two kernels, then the fused one, each on poisoned outputs */
+            const bool ok = nib_cuda_matmul_qkv_rope_ok(w, wv, &a);
+            CHECK(tiled && ok, "%s %dx%d: tiled %d, fused RoPE %d", name, n, NO, tiled, ok);
+            if (!ok) break;
+            /* the kernels it replaces (the tiled GEMVs, qkv_rope), then the fused one, each on poisoned outputs */
             s = nib_cuda_fill_f32((float *)kc, NAN, cb / 4, &err);
             if (s == NIB_OK) s = nib_cuda_fill_f32((float *)vc, NAN, cb / 4, &err);
             if (s == NIB_OK) s = nib_cuda_fill_f32(dq, NAN, QD, &err);
             if (s == NIB_OK) s = nib_cuda_matmul(w, dx, act, 1, dqkv, false, NULL, &err);
+            if (s == NIB_OK && apart) s = nib_cuda_matmul(wv, dx, act, 1, dv, false, NULL, &err);
             if (s == NIB_OK) s = nib_cuda_qkv_rope(&a, NULL, &err);
             if (s == NIB_OK) {
                 gpu_download(qa, dq, sizeof(float) * QD), gpu_download(ka, kc, cb), gpu_download(va, vc, cb);
@@ -826,24 +837,30 @@ static void test_matmul_qkv_rope(void) {
             if (s == NIB_OK) s = nib_cuda_fill_f32((float *)vc, NAN, cb / 4, &err);
             if (s == NIB_OK) s = nib_cuda_fill_f32(dq, NAN, QD, &err);
             if (s == NIB_OK) s = nib_cuda_fill_f32(dqkv, NAN, NO, &err); /* not to be read */
-            if (s == NIB_OK) s = nib_cuda_matmul_qkv_rope(w, act, &a, NULL, &err);
-            CHECK(s == NIB_OK, "%s rot %d: %s", nib_type_name(t), cases[c].n_rot, err.msg);
+            if (s == NIB_OK) s = nib_cuda_fill_f32(dv, NAN, KD, &err);
+            if (s == NIB_OK) s = nib_cuda_matmul_qkv_rope(w, wv, act, &a, NULL, &err);
+            CHECK(s == NIB_OK, "%s rot %d: %s", name, cases[c].n_rot, err.msg);
             if (s != NIB_OK) break;
             gpu_download(qb, dq, sizeof(float) * QD), gpu_download(kb, kc, cb), gpu_download(vb, vc, cb);
             int bad = 0;
             for (int i = 0; i < QD; i++) bad += memcmp(&qa[i], &qb[i], 4) != 0 || qb[i] != qb[i];
-            CHECK(bad == 0, "%s rot %d: %d of %d q values differ from qkv_rope's", nib_type_name(t), cases[c].n_rot,
-                  bad, QD);
+            CHECK(bad == 0, "%s rot %d: %d of %d q values differ from qkv_rope's", name, cases[c].n_rot, bad, QD);
             CHECK(memcmp(ka, kb, cb) == 0 && memcmp(va, vb, cb) == 0,
-                  "%s rot %d: the K or V cache differs from qkv_rope's", nib_type_name(t), cases[c].n_rot);
+                  "%s rot %d: the K or V cache differs from qkv_rope's", name, cases[c].n_rot);
             a.neox = true;
-            CHECK(!nib_cuda_matmul_qkv_rope_ok(w, &a) &&
-                      nib_cuda_matmul_qkv_rope(w, act, &a, NULL, &err) == NIB_ERR_UNSUPPORTED,
-                  "%s: a neox layout took the fused RoPE", nib_type_name(t));
+            CHECK(!nib_cuda_matmul_qkv_rope_ok(w, wv, &a) &&
+                      nib_cuda_matmul_qkv_rope(w, wv, act, &a, NULL, &err) == NIB_ERR_UNSUPPORTED,
+                  "%s: a neox layout took the fused RoPE", name);
+            a.neox = false;
+            if (apart) { /* the V alone is not a fused Q/K/V, nor the Q/K without its V */
+                CHECK(!nib_cuda_matmul_qkv_rope_ok(w, NULL, &a) && !nib_cuda_matmul_qkv_rope_ok(wv, NULL, &a),
+                      "%s: a part alone took the fused RoPE", name);
+            }
         }
         nib_cuda_weight_free(w);
+        if (wv) nib_cuda_weight_free(wv);
     }
-    nib_cuda_free(dx), nib_cuda_free(dqkv), nib_cuda_free(dq), nib_cuda_free(kc), nib_cuda_free(vc);
+    nib_cuda_free(dx), nib_cuda_free(dqkv), nib_cuda_free(dq), nib_cuda_free(dv), nib_cuda_free(kc), nib_cuda_free(vc);
     nib_cuda_free(dpos), nib_cuda_free(dfreq), nib_cuda_free(act);
     free(x), free(qa), free(qb), free(ka), free(kb), free(va), free(vb);
 }
