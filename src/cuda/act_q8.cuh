@@ -31,17 +31,24 @@ __device__ __forceinline__ void act_scale_clear(act_scale *sc, int first, int t,
     for (int i = first + t; i < ACT_SCALE_SLOTS; i += nt) sc->part[i] = 0.0;
 }
 
-__device__ __forceinline__ void quantize_warp32(float v, int8_t *q_out, float2 *ds_out) {
+/* the rule's numbers for a warp's 32 values: lane's quant q, the block's d
+ * and its quants' sum (every lane) */
+__device__ __forceinline__ int quantize_warp32_q(float v, float &d, int &sum) {
     float amax = fabsf(v);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
-    const float d = amax / 127.0f;
+    d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     const int q = (int)roundf(v * id);
-    int sum = q;
+    sum = q;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
-    *q_out = (int8_t)q;
+    return q;
+}
+__device__ __forceinline__ void quantize_warp32(float v, int8_t *q_out, float2 *ds_out) {
+    float d;
+    int sum;
+    *q_out = (int8_t)quantize_warp32_q(v, d, sum);
     if ((threadIdx.x & 31) == 0) *ds_out = make_float2(d, d * (float)sum);
 }
 
@@ -49,20 +56,27 @@ __device__ __forceinline__ void quantize_warp32(float v, int8_t *q_out, float2 *
  * (lane 8b + i holds elements 4i..4i+3 of block b): the max and the integer
  * sum are order-free, so the bits are quantize_warp32's. All 8 lanes of a
  * group must call it together; other groups may be absent. */
-__device__ __forceinline__ void quantize_lanes8x4(float4 v, int8_t *q_out, float2 *ds_out) {
+/* the rule's numbers: the lane's 4 quants (returned), the block's d and its
+ * quants' sum (every lane of the group) */
+__device__ __forceinline__ char4 quantize_lanes8x4_q(float4 v, float &d, int &sum) {
     const unsigned lane = threadIdx.x & 31u, mask = 0xFFu << (lane & 24u);
     float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
 #pragma unroll
     for (int o = 4; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(mask, amax, o));
-    const float d = amax / 127.0f;
+    d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     const int q0 = (int)roundf(v.x * id), q1 = (int)roundf(v.y * id), q2 = (int)roundf(v.z * id),
               q3 = (int)roundf(v.w * id);
-    int sum = q0 + q1 + q2 + q3;
+    sum = q0 + q1 + q2 + q3;
 #pragma unroll
     for (int o = 4; o > 0; o >>= 1) sum += __shfl_xor_sync(mask, sum, o);
-    *(char4 *)q_out = make_char4((signed char)q0, (signed char)q1, (signed char)q2, (signed char)q3);
-    if ((lane & 7u) == 0) *ds_out = make_float2(d, d * (float)sum);
+    return make_char4((signed char)q0, (signed char)q1, (signed char)q2, (signed char)q3);
+}
+__device__ __forceinline__ void quantize_lanes8x4(float4 v, int8_t *q_out, float2 *ds_out) {
+    float d;
+    int sum;
+    *(char4 *)q_out = quantize_lanes8x4_q(v, d, sum);
+    if ((threadIdx.x & 7u) == 0) *ds_out = make_float2(d, d * (float)sum);
 }
 
 #endif

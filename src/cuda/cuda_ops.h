@@ -69,6 +69,11 @@ typedef struct nib_cuda_qkv_args {
     const float *rope_freqs;         /* (n_rot/2) divisors of the frequencies, or NULL */
     const double *inv_freq;          /* (n_rot/2) base^(-2i/n_rot) / rope_freqs[i] computed on the host, or NULL
                                         (then computed here from rope_base and rope_freqs) */
+    /* nib_cuda_matmul_qkv_rope only: the attention's deferred RMSNorm of the
+     * row norm_x (n_in floats, weight norm_w) done in the kernel, instead of
+     * reading act (then not read); NULL: act as nib_cuda_add_norm left it */
+    const float *norm_x, *norm_w;
+    float norm_eps;
 } nib_cuda_qkv_args;
 nib_status nib_cuda_qkv_rope(const nib_cuda_qkv_args *a, void *stream, nib_error *err);
 
@@ -78,10 +83,15 @@ nib_status nib_cuda_qkv_rope(const nib_cuda_qkv_args *a, void *stream, nib_error
  * bits, in one kernel: the step loses qkv_rope. w is the fused matrix (the
  * rows of Q, K, V) and wv NULL, or w the fused Q/K and wv the V that
  * nib_cuda_weight_tile_qkv_pair tiled beside it (one launch for both); act
- * their quantized input; a->q, k, v and their strides are not read. Only
- * where nib_cuda_matmul_qkv_rope_ok(w, wv, a): tiled matrices whose row
- * groups are whole RoPE pairs, one token, adjacent pairs (not neox), no
- * bias or QK-norm, a host table of frequencies (inv_freq), q_out set. */
+ * their quantized input, or with a->norm_x the row whose deferred norm the
+ * kernel does itself (the quants of nib_cuda_add_norm's deferred activation,
+ * its row scale to an ulp: the step loses that kernel too); a->q, k, v and
+ * their strides are not
+ * read. Only where nib_cuda_matmul_qkv_rope_ok(w, wv, a): tiled matrices
+ * whose row groups are whole RoPE pairs, one token, adjacent pairs (not
+ * neox), no bias or QK-norm, a host table of frequencies (inv_freq), q_out
+ * set; with norm_x, rows of 1024 to 4096 (a multiple of 1024) and formats
+ * with that instance. */
 struct nib_cuda_weight;
 bool nib_cuda_matmul_qkv_rope_ok(const struct nib_cuda_weight *w, const struct nib_cuda_weight *wv,
                                  const nib_cuda_qkv_args *a);

@@ -626,8 +626,77 @@ struct t32_rope {
     int n_q, n_k, n_v, hd, n_rot;
 };
 
+/* The same with the attention's RMSNorm before it (E = t32_rope_xn): the
+ * block reads the residual row x and normalises it itself (t32_fill_xn)
+ * instead of reading the norm kernel's activation, so the step loses
+ * that kernel too. */
+struct t32_rope_xn : t32_rope {
+    const float *x, *w; /* the row (n_in) and the norm's weight */
+    float eps;
+};
+
 template <class E, class T>
 constexpr bool t32_is = std::is_same<E, T>::value;
+
+/* What norm_q8_deferred (ops.cu) and t32_fill leave, from the row itself:
+ * x * w quantized into the block's activation (quants, (d, s) pairs, and
+ * Q6_K's sums of 16; the bits of quantize_warp32, whose max and integer
+ * sum do not depend on the order) and lane l's part of the row scale
+ * (act_rs_begin: lane 0 the row's ss / n + eps, the others 0; the squares
+ * summed in another order than the norm kernel's, so the scale may differ
+ * from its by an ulp of a double before the rounding to float). Thread t
+ * takes elements 1024 k + 4 t .. + 3 of pass k, so 8 lanes quantize a
+ * 32-element block (quantize_lanes8x4) with 6 shuffles for 4 values a
+ * lane: a warp's own shuffles for each 32 values (quantize_warp32's 10,
+ * and 10 more for each run's sum in double, ~450 a warp) cost the
+ * Llama-3-8B step 10% (bench/gpu-decode-notes.md v97). 256 threads; n a multiple of
+ * 1024, at most 4 * T32_XN_PASS; the norm weight wn loaded before
+ * pdl_wait. Ends with a barrier. */
+#define T32_XN_PASS 4
+template <class F>
+__device__ __forceinline__ double t32_fill_xn(uint8_t *act, const float *__restrict__ x,
+                                              const float4 (&wn)[T32_XN_PASS], int n, float eps, int lane) {
+    static_assert(!t32_perm_of<F>::value, "the permuted activation layouts are t32_fill's only");
+    __shared__ double ssp[8];
+    const int t = (int)threadIdx.x, np = n / 1024;
+    float4 xv[T32_XN_PASS];
+#pragma unroll
+    for (int k = 0; k < T32_XN_PASS; k++)
+        xv[k] = k < np ? *(const float4 *)(x + 1024 * k + 4 * t) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    double ss = 0.0;
+#pragma unroll
+    for (int k = 0; k < T32_XN_PASS; k++) {
+        if (k >= np) break;
+        const float4 v = xv[k];
+        ss += (double)v.x * (double)v.x + (double)v.y * (double)v.y + (double)v.z * (double)v.z +
+              (double)v.w * (double)v.w;
+        const float4 m = make_float4(__fmul_rn(v.x, wn[k].x), __fmul_rn(v.y, wn[k].y), __fmul_rn(v.z, wn[k].z),
+                                     __fmul_rn(v.w, wn[k].w));
+        float d;
+        int sum;
+        const char4 q = quantize_lanes8x4_q(m, d, sum);
+        const int e = 1024 * k + 4 * t, in = e % 256; /* the element, its place in its 256-element block */
+        uint8_t *o = act + (e / 256) * F::ACT;
+        *(char4 *)(o + in) = q;
+        if ((lane & 7) == 0) *(float2 *)(o + 256 + 8 * (in / 32)) = make_float2(d, d * (float)sum);
+        if (F::SUMS16) {
+            int s16 = (int)q.x + (int)q.y + (int)q.z + (int)q.w;
+            s16 += __shfl_xor_sync(0xFFFFFFFFu, s16, 1);
+            s16 += __shfl_xor_sync(0xFFFFFFFFu, s16, 2);
+            if ((lane & 3) == 0) *(int *)(o + 320 + 4 * (in / 16)) = s16;
+        }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xFFFFFFFFu, ss, o);
+    if (lane == 0) ssp[t >> 5] = ss;
+    __syncthreads();
+    double part = 0.0;
+    if (lane == 0) {
+        for (int i = 0; i < 8; i++) part += ssp[i];
+        part = part / (double)n + (double)eps;
+    }
+    return part;
+}
 
 /* the rotation of fused Q/K/V row pair (row, row + 1) at position p: the
  * angle in double, as qkv_rope_kernel's; (1, 0) for V rows and dims past n_rot */
@@ -675,14 +744,18 @@ __device__ __forceinline__ void t32_rope_store(const t32_rope &e, int row, int p
  *   warp takes at most 32 pairs (the launcher checks): the double cos and
  *   sin stay out of the loop, whose registers they would raise past 128.
  *   W's rows are the fused rows from row_base on (gemv_t32_qkv2's V part).
+ * - t32_rope_xn (8 warps): t32_rope after the attention's deferred norm of
+ *   e.x, done by every block into its own activation (t32_fill_xn): a is
+ *   not read.
  * ONE: the launcher gives each warp at most one tile, so the second tile
  * buffer goes (Q6_K's registers: gemv_t32_qkv2). */
 template <class F, int WARPS, int G, bool GLU, class E, bool ONE = false>
 __device__ __forceinline__ void t32_body(const uint8_t *__restrict__ Wt, const act_q8 &a, float *__restrict__ y,
                                          int n_in, int n_out, int add, int act, unsigned long long *best, const E &e,
                                          int block, int n_blocks, int row_base) {
-    constexpr bool NORM = t32_is<E, t32_norm>, ROPE = t32_is<E, t32_rope>;
+    constexpr bool NORM = t32_is<E, t32_norm>, XN = t32_is<E, t32_rope_xn>, ROPE = t32_is<E, t32_rope> || XN;
     static_assert(!ONE || ROPE, "one tile a warp: the Q/K/V pair's V part only");
+    static_assert(!XN || WARPS == 8, "the in-kernel norm: 256 threads, the norm kernel's");
     uint8_t *const t32_act = t32_act_smem<F>();
     static_assert(!GLU || G % 2 == 0, "a GLU group holds whole (gate, up) pairs");
     static_assert(!NORM || (WARPS * G == 32 && !GLU), "a norm block is 32 rows, a group a warp");
@@ -694,6 +767,12 @@ __device__ __forceinline__ void t32_body(const uint8_t *__restrict__ Wt, const a
     if constexpr (NORM) w_norm = threadIdx.x < 32 ? __ldg(e.w + block * 32 + threadIdx.x) : 0.0f;
     const int lane = threadIdx.x & 31;
     const int nb = n_in / F::QK, T = G * nb / 32; /* tiles a group */
+    float4 wn[XN ? T32_XN_PASS : 1]; /* XN: the attention norm's weight, thread t's 4 of each pass */
+    if constexpr (XN) {
+#pragma unroll
+        for (int k = 0; k < T32_XN_PASS; k++)
+            wn[k] = 1024 * k < n_in ? __ldg((const float4 *)(e.w + 1024 * k) + threadIdx.x) : make_float4(0, 0, 0, 0);
+    }
     const int n_groups = (n_out + G - 1) / G;
     const int gw = block * WARPS + (threadIdx.x >> 5), n_warps = n_blocks * WARPS;
     const int count = gw < n_groups ? ((n_groups - 1 - gw) / n_warps + 1) * T : 0; /* tiles this warp takes */
@@ -717,10 +796,14 @@ __device__ __forceinline__ void t32_body(const uint8_t *__restrict__ Wt, const a
      * all the parts: the output projection's fused norm leaves 128) */
     act_rs4 rs4 = {0.0, 0.0, 0.0, 0.0};
     double rsp = 0.0;
-    if constexpr (GLU) rs4 = act_rs_load4(a, lane);
-    else rsp = act_rs_begin(a, lane);
-    t32_fill<F>(t32_act, a, nb);
-    if constexpr (GLU) rsp = act_rs_fold(rs4);
+    if constexpr (XN) {
+        rsp = t32_fill_xn<F>(t32_act, e.x, wn, n_in, e.eps, lane);
+    } else {
+        if constexpr (GLU) rs4 = act_rs_load4(a, lane);
+        else rsp = act_rs_begin(a, lane);
+        t32_fill<F>(t32_act, a, nb);
+        if constexpr (GLU) rsp = act_rs_fold(rs4);
+    }
     unsigned long long mine = 0;
     if (count > 0) {
         const float rs = act_rs_end(rsp);
@@ -810,15 +893,15 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
  * warp (ONE: the launcher sizes it so), which keeps Q6_K's registers with
  * Q4_K's under 128 and two 8-warp blocks a multiprocessor. Shared memory:
  * the larger of the two formats' t32_smem_bytes. */
-template <class FA, class FB, int WARPS, int G>
+template <class FA, class FB, int WARPS, int G, class E>
 __global__ void __launch_bounds__(WARPS * 32)
 gemv_t32_qkv2(const uint8_t *__restrict__ Wa, int n_a, const uint8_t *__restrict__ Wb, int n_b, act_q8 a, int n_in,
-              int g_a, t32_rope e) {
+              int g_a, E e) {
     if ((int)blockIdx.x < g_a)
-        t32_body<FA, WARPS, G, false, t32_rope>(Wa, a, NULL, n_in, n_a, 0, 0, NULL, e, (int)blockIdx.x, g_a, 0);
+        t32_body<FA, WARPS, G, false, E>(Wa, a, NULL, n_in, n_a, 0, 0, NULL, e, (int)blockIdx.x, g_a, 0);
     else
-        t32_body<FB, WARPS, G, false, t32_rope, true>(Wb, a, NULL, n_in, n_b, 0, 0, NULL, e, (int)blockIdx.x - g_a,
-                                                      (int)gridDim.x - g_a, n_a);
+        t32_body<FB, WARPS, G, false, E, true>(Wb, a, NULL, n_in, n_b, 0, 0, NULL, e, (int)blockIdx.x - g_a,
+                                               (int)gridDim.x - g_a, n_a);
 }
 
 /* Split K for long rows: the T tiles of a group go to the T warps of a block

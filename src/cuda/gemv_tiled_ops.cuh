@@ -47,9 +47,12 @@ struct t32_ops {
     /* w->t32_norm: whether launch_norm takes the tiled matrix w on this device */
     bool (*norm_plan)(nib_cuda_weight *w, nib_error *err);
     /* one token's fused Q/K/V with RoPE and the KV-cache stores in the
-     * epilogue (gemv_t32 on t32_rope: w's own grid and groups, G even),
-     * or NULL where the format's Q/K/V is not tiled */
-    cudaError_t (*launch_rope)(const nib_cuda_weight *w, const act_q8 &a, const t32_rope &r, cudaStream_t st);
+     * epilogue (gemv_t32 on t32_rope: w's own grid and groups, G even), after
+     * the attention norm of xn->x where xn is not NULL (t32_rope_xn; only
+     * where rope_xn), or NULL where the format's Q/K/V is not tiled */
+    cudaError_t (*launch_rope)(const nib_cuda_weight *w, const act_q8 &a, const t32_rope &r, const t32_rope_xn *xn,
+                               cudaStream_t st);
+    bool rope_xn;
 };
 #define T32_NORM_WARPS 16
 
@@ -244,25 +247,33 @@ static inline bool t32_rope_fits(int64_t n_out, int g, int64_t n_warps) {
 }
 
 /* w's groups of 2 or 4 rows (whole RoPE pairs) on its plain grid, as
- * nib_cuda_matmul_qkv_rope_ok took it */
-template <class F, int W>
-static cudaError_t t32_launch_rope(const nib_cuda_weight *w, const act_q8 &a, const t32_rope &r, cudaStream_t st) {
-    const dim3 grid(w->t32_grid), block(32 * W);
-    const int smem = t32_smem_bytes<F>((int)w->n_in), n_in = (int)w->n_in, n_out = (int)w->n_out;
-    if (w->t32_g == 2)
-        return pdl_launch(gemv_t32<F, W, 2, false, t32_rope>, grid, block, smem, st, w->dev, a, (float *)NULL,
-                          n_in, n_out, 0, 0, (unsigned long long *)NULL, r);
-    if (w->t32_g == 4)
-        return pdl_launch(gemv_t32<F, W, 4, false, t32_rope>, grid, block, smem, st, w->dev, a, (float *)NULL,
-                          n_in, n_out, 0, 0, (unsigned long long *)NULL, r);
+ * nib_cuda_matmul_qkv_rope_ok took it; with xn the instances that do the
+ * attention norm first, where XN (8-warp blocks, no codebook: Q4_0, Q4_K) */
+template <class F, int W, int G, class E>
+static cudaError_t t32_launch_rope_g(const nib_cuda_weight *w, const act_q8 &a, const E &r, cudaStream_t st) {
+    return pdl_launch(gemv_t32<F, W, G, false, E>, dim3(w->t32_grid), dim3(32 * W), t32_smem_bytes<F>((int)w->n_in),
+                      st, w->dev, a, (float *)NULL, (int)w->n_in, (int)w->n_out, 0, 0, (unsigned long long *)NULL, r);
+}
+template <class F, int W, bool XN>
+static cudaError_t t32_launch_rope(const nib_cuda_weight *w, const act_q8 &a, const t32_rope &r, const t32_rope_xn *xn,
+                                   cudaStream_t st) {
+    if constexpr (XN) {
+        if (xn && w->t32_g == 2) return t32_launch_rope_g<F, W, 2>(w, a, *xn, st);
+        if (xn && w->t32_g == 4) return t32_launch_rope_g<F, W, 4>(w, a, *xn, st);
+    }
+    if (xn) return cudaErrorInvalidValue;
+    if (w->t32_g == 2) return t32_launch_rope_g<F, W, 2>(w, a, r, st);
+    if (w->t32_g == 4) return t32_launch_rope_g<F, W, 4>(w, a, r, st);
     return cudaErrorInvalidValue;
 }
 
 /* the one above where ON, else NULL (no instance of the RoPE kernel) */
+template <class F, int W>
+constexpr bool t32_rope_xn_on = W == 8 && !t32_has_book<F>::value;
 template <class F, int W, bool ON>
 constexpr cudaError_t (*t32_rope_launch_of())(const nib_cuda_weight *, const act_q8 &, const t32_rope &,
-                                              cudaStream_t) {
-    if constexpr (ON) return t32_launch_rope<F, W>;
+                                              const t32_rope_xn *, cudaStream_t) {
+    if constexpr (ON) return t32_launch_rope<F, W, t32_rope_xn_on<F, W>>;
     else return nullptr;
 }
 
@@ -283,6 +294,7 @@ bool t32_qkv2_plan(nib_cuda_weight *qk, const nib_cuda_weight *v, int g, nib_err
 #define T32_OPS(NAME, TYPE, F, W, SW, KS, SQ, QKV)                                                              \
     extern const t32_ops NAME = {TYPE, F::TILE, KS, SQ, QKV, t32_plan<F, W, SW>, t32_tile_launch<F>,                \
                                  t32_launch<F, W, SW>, t32_norm_launch_of<F, SQ && W == 8>(),                      \
-                                 t32_norm_plan_of<F, SQ && W == 8>(), t32_rope_launch_of<F, W, QKV>()};
+                                 t32_norm_plan_of<F, SQ && W == 8>(), t32_rope_launch_of<F, W, QKV>(),              \
+                                 QKV && t32_rope_xn_on<F, W>};
 
 #endif

@@ -22,7 +22,7 @@ typedef struct qkv2_row {
     int (*smem)(int n_in);
     bool (*per_sm)(int n_in, int *per_sm, nib_error *err);
     cudaError_t (*launch)(const nib_cuda_weight *qk, const nib_cuda_weight *v, const act_q8 &a, const t32_rope &r,
-                          cudaStream_t st);
+                          const t32_rope_xn *xn, cudaStream_t st);
 } qkv2_row;
 
 template <class FA, class FB>
@@ -30,16 +30,28 @@ static int qkv2_smem(int n_in) {
     const int sa = t32_smem_bytes<FA>(n_in), sb = t32_smem_bytes<FB>(n_in);
     return sa > sb ? sa : sb;
 }
+/* the blocks a multiprocessor of the fewer of the two instances */
 template <class FA, class FB, int G>
 static bool qkv2_per_sm(int n_in, int *per_sm, nib_error *err) {
-    return t32_per_sm(gemv_t32_qkv2<FA, FB, QKV2_WARPS, G>, 32 * QKV2_WARPS, qkv2_smem<FA, FB>(n_in), per_sm, err);
+    int a = 0, b = 0;
+    const int smem = qkv2_smem<FA, FB>(n_in);
+    if (!t32_per_sm(gemv_t32_qkv2<FA, FB, QKV2_WARPS, G, t32_rope>, 32 * QKV2_WARPS, smem, &a, err) ||
+        !t32_per_sm(gemv_t32_qkv2<FA, FB, QKV2_WARPS, G, t32_rope_xn>, 32 * QKV2_WARPS, smem, &b, err))
+        return false;
+    *per_sm = a < b ? a : b;
+    return true;
+}
+template <class FA, class FB, int G, class E>
+static cudaError_t qkv2_launch_e(const nib_cuda_weight *qk, const nib_cuda_weight *v, const act_q8 &a, const E &r,
+                                 cudaStream_t st) {
+    return pdl_launch(gemv_t32_qkv2<FA, FB, QKV2_WARPS, G, E>, dim3((unsigned)(qk->t32_qk_grid + qk->t32_v_grid)),
+                      dim3(32 * QKV2_WARPS), qkv2_smem<FA, FB>((int)qk->n_in), st, qk->dev, (int)qk->n_out, v->dev,
+                      (int)v->n_out, a, (int)qk->n_in, qk->t32_qk_grid, r);
 }
 template <class FA, class FB, int G>
 static cudaError_t qkv2_launch(const nib_cuda_weight *qk, const nib_cuda_weight *v, const act_q8 &a,
-                               const t32_rope &r, cudaStream_t st) {
-    return pdl_launch(gemv_t32_qkv2<FA, FB, QKV2_WARPS, G>, dim3((unsigned)(qk->t32_qk_grid + qk->t32_v_grid)),
-                      dim3(32 * QKV2_WARPS), qkv2_smem<FA, FB>((int)qk->n_in), st, qk->dev, (int)qk->n_out, v->dev,
-                      (int)v->n_out, a, (int)qk->n_in, qk->t32_qk_grid, r);
+                               const t32_rope &r, const t32_rope_xn *xn, cudaStream_t st) {
+    return xn ? qkv2_launch_e<FA, FB, G>(qk, v, a, *xn, st) : qkv2_launch_e<FA, FB, G>(qk, v, a, r, st);
 }
 template <class FA, class FB, int G>
 constexpr qkv2_row qkv2_of(nib_type a, nib_type b, const char *kernel) {
@@ -97,15 +109,19 @@ extern "C" bool nib_cuda_matmul_qkv_rope_ok(const nib_cuda_weight *w, const nib_
     if (!w || !a || !w->t32_g || w->t32_pair || w->t32_kernel != T32_WARPS || !args_ok(a)) return false;
     const int64_t n_q = (int64_t)a->n_head * a->hd_k, n_k = (int64_t)a->n_head_kv * a->hd_k,
                   n_v = (int64_t)a->n_head_kv * a->hd_v;
-    if (wv) return beside(w, wv) && w->n_out == n_q + n_k && wv->n_out == n_v;
+    if (a->norm_x && (!a->norm_w || ((uintptr_t)a->norm_x & 15) || ((uintptr_t)a->norm_w & 15) || w->n_in % 1024 ||
+                      w->n_in > 1024 * T32_XN_PASS))
+        return false; /* t32_fill_xn: 16-byte loads, 4 passes of 1024 at most */
+    if (wv) return beside(w, wv) && w->n_out == n_q + n_k && wv->n_out == n_v; /* both instances: t32_qkv2_plan */
     const t32_ops *o = t32_find(w->type);
-    return o && o->launch_rope && t32_rope_fits(w->n_out, w->t32_g, (int64_t)w->t32_grid * w->t32_warps) &&
-           w->n_out == n_q + n_k + n_v;
+    return o && o->launch_rope && (!a->norm_x || o->rope_xn) &&
+           t32_rope_fits(w->n_out, w->t32_g, (int64_t)w->t32_grid * w->t32_warps) && w->n_out == n_q + n_k + n_v;
 }
 
 extern "C" nib_status nib_cuda_matmul_qkv_rope(const nib_cuda_weight *w, const nib_cuda_weight *wv, const void *act,
                                                const nib_cuda_qkv_args *a, void *stream, nib_error *err) {
-    if (!w || !act || !a) return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul_qkv_rope: NULL argument");
+    if (!w || !a || (!act && !a->norm_x))
+        return nib_error_set(err, NIB_ERR_ARG, "nib_cuda_matmul_qkv_rope: NULL argument");
     if (!nib_cuda_matmul_qkv_rope_ok(w, wv, a))
         return nib_error_set(err, NIB_ERR_UNSUPPORTED,
                              "nib_cuda_matmul_qkv_rope: %s %lld x %lld%s%s with %d+2x%d heads of %d/%d (%d rotated, "
@@ -121,18 +137,23 @@ extern "C" nib_status nib_cuda_matmul_qkv_rope(const nib_cuda_weight *w, const n
     r.rope_scale = a->rope_scale;
     r.n_q = a->n_head * a->hd_k, r.n_k = a->n_head_kv * a->hd_k, r.n_v = a->n_head_kv * a->hd_v;
     r.hd = a->hd_k, r.n_rot = a->n_rot;
-    const act_q8 av = cuda_act_view(act, w->n_in, 1);
+    t32_rope_xn xn;
+    if (a->norm_x) {
+        static_cast<t32_rope &>(xn) = r;
+        xn.x = a->norm_x, xn.w = a->norm_w, xn.eps = a->norm_eps;
+    }
+    const act_q8 av = act ? cuda_act_view(act, w->n_in, 1) : act_q8{};
     char what[160];
     cudaError_t e;
     if (wv) {
         const qkv2_row *row = beside(w, wv);
-        e = row->launch(w, wv, av, r, (cudaStream_t)stream);
-        snprintf(what, sizeof what, "launch of %s (%lld x %lld and %lld)", row->kernel, (long long)w->n_in,
-                 (long long)w->n_out, (long long)wv->n_out);
+        e = row->launch(w, wv, av, r, a->norm_x ? &xn : NULL, (cudaStream_t)stream);
+        snprintf(what, sizeof what, "launch of %s%s (%lld x %lld and %lld)", row->kernel,
+                 a->norm_x ? " with the norm" : "", (long long)w->n_in, (long long)w->n_out, (long long)wv->n_out);
     } else {
-        e = t32_find(w->type)->launch_rope(w, av, r, (cudaStream_t)stream);
-        snprintf(what, sizeof what, "launch of gemv_t32 with RoPE (%s %lld x %lld)", nib_type_name(w->type),
-                 (long long)w->n_in, (long long)w->n_out);
+        e = t32_find(w->type)->launch_rope(w, av, r, a->norm_x ? &xn : NULL, (cudaStream_t)stream);
+        snprintf(what, sizeof what, "launch of gemv_t32 with RoPE%s (%s %lld x %lld)", a->norm_x ? " and the norm" : "",
+                 nib_type_name(w->type), (long long)w->n_in, (long long)w->n_out);
     }
     return cuda_launch_status(e, what, err);
 }

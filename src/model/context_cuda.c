@@ -3,7 +3,8 @@
  * One step for n tokens (a prompt chunk, or one token in decode):
  *   embedding rows (dequantized on the device from the token ids in device memory)
  *   per layer:
- *     [residual add +] RMSNorm + quantize        one kernel (nib_cuda_add_norm)
+ *     [residual add +] RMSNorm + quantize        one kernel (nib_cuda_add_norm), or for one token
+ *                                                in the fused Q/K/V below
  *     Q, K, V projections                        one matmul (fused at load), or Q/K fused and V of
  *                                                another format, as one launch where a pair kernel fits
  *     bias, QK-norm, RoPE, KV-cache store (f16)  one kernel (nib_cuda_qkv_rope), or for one token
@@ -512,6 +513,24 @@ static nib_status qkv_project(nib_gpu *g, const gpu_layer *L, int n, nib_error *
     return nib_cuda_matmul_pair(L->wqkv, L->wv, g->xn, g->act, n, g->qkv, g->v, g->stream, err);
 }
 
+/* The attention norm of layer il: adds the previous layer's post-FFN-normed
+ * output first when that layer kept it apart. One token's norms defer their
+ * 1/rms to the GEMVs (defer_ok) with or without that add: with it, every
+ * block of the norm reduces o's sum of squares itself (ops.cu,
+ * norm_q8_post_deferred); against the single-block norm, tg128 Gemma 3 12B
+ * Q4_K_M 281.8 -> 311.7 t/s, 270M 1,797 -> 1,872 (bench/gpu-decode-notes.md
+ * v86). */
+static nib_status attn_norm(nib_gpu *g, int il, int n, nib_error *err) {
+    const nib_hparams *hp = &g->m->hp;
+    const float *prev_post = il > 0 ? g->layers[il - 1].post_ffn_norm : NULL;
+    nib_cuda_norm_args na = {
+        .x = g->x, .o = prev_post ? g->o : NULL, .post_w = prev_post, .norm_w = g->layers[il].attn_norm,
+        .xn = g->xn, .act = g->act, .n_tok = n, .n = hp->n_embd, .eps = hp->norm_eps,
+        .defer = norm_defers(hp, n, prev_post, g->layers[il].attn_defer),
+    };
+    return nib_cuda_add_norm(&na, g->stream, err);
+}
+
 static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_error *err) {
     const nib_hparams *hp = &g->m->hp;
     const nib_layer *l = &g->m->layers[il];
@@ -538,7 +557,15 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
         .inv_freq = g->inv_freq + (size_t)il * (hp->n_rot / 2),
     };
     const nib_cuda_weight *wv = L->n_fused == 2 ? L->wv : NULL; /* V beside a fused Q/K */
-    if (L->n_fused >= 2 && !use_gemm(g, L->wqkv, n) && nib_cuda_matmul_qkv_rope_ok(L->wqkv, wv, &qa)) {
+    const bool fused = L->n_fused >= 2 && !use_gemm(g, L->wqkv, n) && nib_cuda_matmul_qkv_rope_ok(L->wqkv, wv, &qa);
+    /* the fused projection also does the attention norm where that would be
+     * deferred with no post-norm output to add first (bench/gpu-decode-notes.md v97) */
+    if (fused && !(il > 0 && g->layers[il - 1].post_ffn_norm) && norm_defers(hp, n, NULL, L->attn_defer)) {
+        qa.norm_x = g->x, qa.norm_w = L->attn_norm, qa.norm_eps = hp->norm_eps;
+        if (!nib_cuda_matmul_qkv_rope_ok(L->wqkv, wv, &qa)) qa.norm_x = NULL;
+    }
+    if (!qa.norm_x) TRY(attn_norm(g, il, n, err));
+    if (fused) {
         /* one token's fused Q/K/V leaves RoPE and the cache stores done (one kernel fewer a layer;
          * tg128 Llama-3-8B Q4_K_M +1.7% with the 16 of its 32 layers whose V is Q4_K taking it, and
          * +2.9% more with the other 16 (Q6_K V beside the Q/K), bench/gpu-decode-notes.md v95, v96) */
@@ -589,24 +616,6 @@ static nib_status ffn_block(nib_gpu *g, int il, int n, nib_error *err) {
     return mm(g, L->down, g->h, n, L->post_ffn_norm ? g->o : g->x, !L->post_ffn_norm, err);
 }
 
-/* The attention norm of layer il: adds the previous layer's post-FFN-normed
- * output first when that layer kept it apart. One token's norms defer their
- * 1/rms to the GEMVs (defer_ok) with or without that add: with it, every
- * block of the norm reduces o's sum of squares itself (ops.cu,
- * norm_q8_post_deferred); against the single-block norm, tg128 Gemma 3 12B
- * Q4_K_M 281.8 -> 311.7 t/s, 270M 1,797 -> 1,872 (bench/gpu-decode-notes.md
- * v86). */
-static nib_status attn_norm(nib_gpu *g, int il, int n, nib_error *err) {
-    const nib_hparams *hp = &g->m->hp;
-    const float *prev_post = il > 0 ? g->layers[il - 1].post_ffn_norm : NULL;
-    nib_cuda_norm_args na = {
-        .x = g->x, .o = prev_post ? g->o : NULL, .post_w = prev_post, .norm_w = g->layers[il].attn_norm,
-        .xn = g->xn, .act = g->act, .n_tok = n, .n = hp->n_embd, .eps = hp->norm_eps,
-        .defer = norm_defers(hp, n, prev_post, g->layers[il].attn_defer),
-    };
-    return nib_cuda_add_norm(&na, g->stream, err);
-}
-
 /* Final norm and LM head of row r (x and the last layer's pending output);
  * with pick, the greedy key lands in the io block (fused into the head's
  * GEMV unless a softcap must come first), with sample the sampled id does
@@ -642,8 +651,7 @@ static nib_status forward(nib_gpu *g, int n, int max_len, float *rows_out, bool 
     const nib_hparams *hp = &g->m->hp;
     TRY(nib_cuda_get_rows(g->tok_embd, g->io_dev + IO_TOK, n, hp->embd_scale, g->x, g->stream, err));
     for (int il = 0; il < hp->n_layer; il++) {
-        TRY(attn_norm(g, il, n, err));
-        TRY(attention_block(g, il, n, max_len, err));
+        TRY(attention_block(g, il, n, max_len, err)); /* the attention norm first */
         TRY(ffn_block(g, il, n, err));
     }
     if (rows_out) {

@@ -44,7 +44,9 @@
  *  - the fused Q/K/V with RoPE in its epilogue (nib_cuda_matmul_qkv_rope),
  *    one matrix or a Q/K with a V of another format beside it, against the
  *    GEMVs and qkv_rope it replaces: q and both caches bit for bit, the
- *    caches whole (poisoned before: only row pos written).
+ *    caches whole (poisoned before: only row pos written); with the
+ *    attention norm in the kernel, bit for bit against the deferred norm
+ *    kernel's activation read by the same fused kernel.
  *  - argmax: the first maximum, NaN never wins.
  *  - an LM head's shape (the 4-rows-per-warp kernel): bit for bit the
  *    prompt path's outputs, and the fused argmax their first maximum.
@@ -775,6 +777,13 @@ static void test_qkv_rope(void) {
  * and both caches bit for bit, the caches compared whole (poisoned first:
  * no other row may be written). Llama-3-8B's shape (2-row groups), full and
  * partial rotation; a neox layout is refused. */
+/* NaN into the caches (cb bytes each) and q (nq floats) */
+static nib_status poison(uint16_t *kc, uint16_t *vc, float *q, size_t cb, int64_t nq, nib_error *err) {
+    nib_status s = nib_cuda_fill_f32((float *)kc, NAN, cb / 4, err);
+    if (s == NIB_OK) s = nib_cuda_fill_f32((float *)vc, NAN, cb / 4, err);
+    return s == NIB_OK ? nib_cuda_fill_f32(q, NAN, nq, err) : s;
+}
+
 static void test_matmul_qkv_rope(void) {
     /* one fused matrix (v NIB_TYPE_COUNT), or a fused Q/K with V beside it (Q4_K_M's layers with a Q6_K V) */
     const struct { nib_type qk, v; } layouts[] = {
@@ -786,9 +795,12 @@ static void test_matmul_qkv_rope(void) {
     float *x = malloc(sizeof(float) * n), *qa = malloc(sizeof(float) * QD), *qb = malloc(sizeof(float) * QD);
     const size_t cb = 2 * (size_t)n_ctx * KD;
     uint16_t *ka = malloc(cb), *kb = malloc(cb), *va = malloc(cb), *vb = malloc(cb);
-    for (int i = 0; i < n; i++) x[i] = (float)rng_normal();
     float *dx = gpu_alloc(sizeof(float) * n), *dqkv = gpu_alloc(sizeof(float) * NO), *dq = gpu_alloc(sizeof(float) * QD);
-    float *dv = gpu_alloc(sizeof(float) * KD);
+    float *dv = gpu_alloc(sizeof(float) * KD), *dnw = gpu_alloc(sizeof(float) * n), *dxn = gpu_alloc(sizeof(float) * n);
+    void *act2 = gpu_alloc(nib_cuda_act_bytes(n, 1));
+    for (int i = 0; i < n; i++) x[i] = (float)(0.5 + rng_uniform()); /* the norm's weight */
+    gpu_upload(dnw, x, sizeof(float) * n);
+    for (int i = 0; i < n; i++) x[i] = (float)rng_normal();
     uint16_t *kc = gpu_alloc(cb), *vc = gpu_alloc(cb);
     int32_t *dpos = gpu_alloc(4);
     double *dfreq = gpu_alloc(sizeof(double) * hd / 2);
@@ -856,11 +868,48 @@ static void test_matmul_qkv_rope(void) {
                 CHECK(!nib_cuda_matmul_qkv_rope_ok(w, NULL, &a) && !nib_cuda_matmul_qkv_rope_ok(wv, NULL, &a),
                       "%s: a part alone took the fused RoPE", name);
             }
+            /* the attention norm in the kernel, against the deferred norm kernel's activation read by the
+             * same fused kernel: the same quants, and a row scale from the squares summed in another
+             * order (double sums, rounded to float: equal or an ulp apart), so q within 1e-6 of the
+             * largest |q| and K/V within an f16 ulp (2^-10 relative) of it; none left unwritten */
+            nib_cuda_norm_args na = {.x = dx, .norm_w = dnw, .xn = dxn, .act = act2, .n_tok = 1, .n = n,
+                                     .eps = 1e-5f, .defer = true};
+            s = nib_cuda_add_norm(&na, NULL, &err);
+            if (s == NIB_OK) s = poison(kc, vc, dq, cb, QD, &err);
+            if (s == NIB_OK) s = nib_cuda_matmul_qkv_rope(w, wv, act2, &a, NULL, &err);
+            CHECK(s == NIB_OK, "%s rot %d, norm kernel first: %s", name, cases[c].n_rot, err.msg);
+            if (s != NIB_OK) break;
+            gpu_download(qa, dq, sizeof(float) * QD), gpu_download(ka, kc, cb), gpu_download(va, vc, cb);
+            a.norm_x = dx, a.norm_w = dnw, a.norm_eps = 1e-5f;
+            const bool xn_ok = nib_cuda_matmul_qkv_rope_ok(w, wv, &a);
+            CHECK(xn_ok, "%s: the fused RoPE does not take the norm", name);
+            if (!xn_ok) break;
+            s = poison(kc, vc, dq, cb, QD, &err);
+            if (s == NIB_OK) s = nib_cuda_matmul_qkv_rope(w, wv, NULL, &a, NULL, &err);
+            CHECK(s == NIB_OK, "%s rot %d, norm in the kernel: %s", name, cases[c].n_rot, err.msg);
+            if (s != NIB_OK) break;
+            gpu_download(qb, dq, sizeof(float) * QD), gpu_download(kb, kc, cb), gpu_download(vb, vc, cb);
+            float qmax = 0.0f;
+            for (int i = 0; i < QD; i++) qmax = fmaxf(qmax, fabsf(qa[i]));
+            bad = 0;
+            for (int i = 0; i < QD; i++) bad += !(fabsf(qa[i] - qb[i]) <= 1e-6f * qmax);
+            CHECK(bad == 0 && qmax > 0.0f, "%s rot %d: %d of %d q values off with the norm in the kernel", name,
+                  cases[c].n_rot, bad, QD);
+            bad = 0;
+            for (size_t i = 0; i < cb / 2; i++) {
+                const float k0 = nib_fp16_to_f32(ka[i]), k1 = nib_fp16_to_f32(kb[i]);
+                const float v0 = nib_fp16_to_f32(va[i]), v1 = nib_fp16_to_f32(vb[i]);
+                if (k0 != k0 && k1 != k1 && v0 != v0 && v1 != v1) continue; /* rows other than pos: poisoned in both */
+                bad += !(fabsf(k0 - k1) <= 0x1p-10f * fabsf(k0) + 1e-6f) || !(fabsf(v0 - v1) <= 0x1p-10f * fabsf(v0) + 1e-6f);
+            }
+            CHECK(bad == 0, "%s rot %d: %d K/V cache values off with the norm in the kernel", name, cases[c].n_rot, bad);
+            a.norm_x = NULL;
         }
         nib_cuda_weight_free(w);
         if (wv) nib_cuda_weight_free(wv);
     }
     nib_cuda_free(dx), nib_cuda_free(dqkv), nib_cuda_free(dq), nib_cuda_free(dv), nib_cuda_free(kc), nib_cuda_free(vc);
+    nib_cuda_free(dnw), nib_cuda_free(dxn), nib_cuda_free(act2);
     nib_cuda_free(dpos), nib_cuda_free(dfreq), nib_cuda_free(act);
     free(x), free(qa), free(qb), free(ka), free(kb), free(va), free(vb);
 }
