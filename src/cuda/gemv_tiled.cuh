@@ -649,9 +649,9 @@ constexpr bool t32_is = std::is_same<E, T>::value;
  * 32-element block (quantize_lanes8x4) with 6 shuffles for 4 values a
  * lane: a warp's own shuffles for each 32 values (quantize_warp32's 10,
  * and 10 more for each run's sum in double, ~450 a warp) cost the
- * Llama-3-8B step 10% (bench/gpu-decode-notes.md v97). 256 threads; n a multiple of
- * 1024, at most 4 * T32_XN_PASS; the norm weight wn loaded before
- * pdl_wait. Ends with a barrier. */
+ * Llama-3-8B step 10% (bench/gpu-decode-notes.md v97). 256 threads; n a
+ * multiple of 1024, at most 1024 * T32_XN_PASS; the norm weight wn loaded
+ * before pdl_wait. Ends with a barrier. */
 #define T32_XN_PASS 4
 template <class F>
 __device__ __forceinline__ double t32_fill_xn(uint8_t *act, const float *__restrict__ x,

@@ -513,6 +513,11 @@ static nib_status qkv_project(nib_gpu *g, const gpu_layer *L, int n, nib_error *
     return nib_cuda_matmul_pair(L->wqkv, L->wv, g->xn, g->act, n, g->qkv, g->v, g->stream, err);
 }
 
+/* The previous layer's post-FFN norm (Gemma 3), whose output the attention
+ * norm of layer il adds first, or NULL */
+static const float *prev_post_norm(const nib_gpu *g, int il) {
+    return il > 0 ? g->layers[il - 1].post_ffn_norm : NULL;
+}
 /* The attention norm of layer il: adds the previous layer's post-FFN-normed
  * output first when that layer kept it apart. One token's norms defer their
  * 1/rms to the GEMVs (defer_ok) with or without that add: with it, every
@@ -522,7 +527,7 @@ static nib_status qkv_project(nib_gpu *g, const gpu_layer *L, int n, nib_error *
  * v86). */
 static nib_status attn_norm(nib_gpu *g, int il, int n, nib_error *err) {
     const nib_hparams *hp = &g->m->hp;
-    const float *prev_post = il > 0 ? g->layers[il - 1].post_ffn_norm : NULL;
+    const float *prev_post = prev_post_norm(g, il);
     nib_cuda_norm_args na = {
         .x = g->x, .o = prev_post ? g->o : NULL, .post_w = prev_post, .norm_w = g->layers[il].attn_norm,
         .xn = g->xn, .act = g->act, .n_tok = n, .n = hp->n_embd, .eps = hp->norm_eps,
@@ -560,7 +565,7 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
     const bool fused = L->n_fused >= 2 && !use_gemm(g, L->wqkv, n) && nib_cuda_matmul_qkv_rope_ok(L->wqkv, wv, &qa);
     /* the fused projection also does the attention norm where that would be
      * deferred with no post-norm output to add first (bench/gpu-decode-notes.md v97) */
-    if (fused && !(il > 0 && g->layers[il - 1].post_ffn_norm) && norm_defers(hp, n, NULL, L->attn_defer)) {
+    if (fused && !prev_post_norm(g, il) && norm_defers(hp, n, NULL, L->attn_defer)) {
         qa.norm_x = g->x, qa.norm_w = L->attn_norm, qa.norm_eps = hp->norm_eps;
         if (!nib_cuda_matmul_qkv_rope_ok(L->wqkv, wv, &qa)) qa.norm_x = NULL;
     }
