@@ -34,6 +34,7 @@
 #define NIB_CUDA_GEMV_TILED_CUH
 
 #include "cuda/gemv_kernels.cuh"
+#include "cuda/rope.cuh"
 
 /* dp4a of 4 unsigned bytes with 4 signed ones */
 __device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
@@ -698,25 +699,18 @@ __device__ __forceinline__ double t32_fill_xn(uint8_t *act, const float *__restr
     return part;
 }
 
-/* the rotation of fused Q/K/V row pair (row, row + 1) at position p: the
- * angle in double, as qkv_rope_kernel's; (1, 0) for V rows and dims past n_rot */
+/* the rotation of fused Q/K/V row pair (row, row + 1) at position p
+ * (rope.cuh, as qkv_rope_kernel's); (1, 0) for V rows and dims past n_rot */
 __device__ __forceinline__ void t32_rope_angle(const t32_rope &e, int row, int p, float &c, float &s) {
     c = 1.0f, s = 0.0f;
     const int d = row % e.hd;
-    if (row < e.n_q + e.n_k && d < e.n_rot) {
-        const double theta = (double)p / (double)e.rope_scale * __ldg(e.inv_freq + d / 2);
-        c = (float)cos(theta), s = (float)sin(theta);
-    }
+    if (row < e.n_q + e.n_k && d < e.n_rot) rope_cos_sin(p, e.rope_scale, __ldg(e.inv_freq + d / 2), c, s);
 }
 
 /* rows (row, row + 1) of the fused Q/K/V output rotated by (c, s) and stored */
 __device__ __forceinline__ void t32_rope_store(const t32_rope &e, int row, int p, float x0, float x1, float c,
                                                float s) {
-    if (row < e.n_q + e.n_k && row % e.hd < e.n_rot) {
-        const float r0 = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
-        const float r1 = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
-        x0 = r0, x1 = r1;
-    }
+    if (row < e.n_q + e.n_k && row % e.hd < e.n_rot) rope_rotate(x0, x1, c, s);
     if (row < e.n_q) {
         *(float2 *)(e.q + row) = make_float2(x0, x1);
     } else if (row < e.n_q + e.n_k) {

@@ -15,6 +15,7 @@
 #include "cuda/act_q8.cuh"
 #include "cuda/cuda_ops.h"
 #include "cuda/pdl.cuh"
+#include "cuda/rope.cuh"
 
 #define NORM_THREADS 256
 
@@ -278,10 +279,7 @@ __global__ void qkv_rope_kernel(nib_cuda_qkv_args a) {
     const int half = a.n_rot / 2;
     const bool pre = a.inv_freq && !is_v && half <= (int)blockDim.x && (int)threadIdx.x < half;
     float c_pre = 1.0f, s_pre = 0.0f;
-    if (pre) {
-        const double theta = (double)p / (double)a.rope_scale * __ldg(a.inv_freq + threadIdx.x);
-        c_pre = (float)cos(theta), s_pre = (float)sin(theta);
-    }
+    if (pre) rope_cos_sin(p, a.rope_scale, __ldg(a.inv_freq + threadIdx.x), c_pre, s_pre);
     const float *nw = is_v ? NULL : (is_q ? a.q_norm : a.k_norm);
     float b_pre[QKV_MAX_HD / QKV_THREADS], n_pre[QKV_MAX_HD / QKV_THREADS];
 #pragma unroll
@@ -320,13 +318,12 @@ __global__ void qkv_rope_kernel(nib_cuda_qkv_args a) {
                     inv_freq = pow((double)a.rope_base, -2.0 * i / (double)a.n_rot);
                     if (a.rope_freqs) inv_freq /= (double)a.rope_freqs[i];
                 }
-                const double theta = (double)p / (double)a.rope_scale * inv_freq;
-                c = (float)cos(theta), s = (float)sin(theta);
+                rope_cos_sin(p, a.rope_scale, inv_freq, c, s);
             }
             const int ia = a.neox ? i : 2 * i, ib = a.neox ? i + half : 2 * i + 1;
-            const float x0 = vec[ia], x1 = vec[ib];
-            vec[ia] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
-            vec[ib] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+            float x0 = vec[ia], x1 = vec[ib];
+            rope_rotate(x0, x1, c, s);
+            vec[ia] = x0, vec[ib] = x1;
         }
         __syncthreads();
     }
