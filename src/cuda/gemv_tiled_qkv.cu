@@ -19,7 +19,6 @@ typedef struct qkv2_row {
     nib_type a, b; /* the Q/K's format, the V's */
     int g;         /* rows a group of both */
     const char *kernel;
-    int (*smem)(int n_in);
     bool (*per_sm)(int n_in, int *per_sm, nib_error *err);
     cudaError_t (*launch)(const nib_cuda_weight *qk, const nib_cuda_weight *v, const act_q8 &a, const t32_rope &r,
                           const t32_rope_xn *xn, cudaStream_t st);
@@ -55,7 +54,7 @@ static cudaError_t qkv2_launch(const nib_cuda_weight *qk, const nib_cuda_weight 
 }
 template <class FA, class FB, int G>
 constexpr qkv2_row qkv2_of(nib_type a, nib_type b, const char *kernel) {
-    return {a, b, G, kernel, qkv2_smem<FA, FB>, qkv2_per_sm<FA, FB, G>, qkv2_launch<FA, FB, G>};
+    return {a, b, G, kernel, qkv2_per_sm<FA, FB, G>, qkv2_launch<FA, FB, G>};
 }
 static const qkv2_row qkv2_rows[] = {
     qkv2_of<t32_q4_K, t32_q6_K, 2>(NIB_TYPE_Q4_K, NIB_TYPE_Q6_K, "gemv_t32_qkv2<Q4_K, Q6_K, 2-row groups>"),

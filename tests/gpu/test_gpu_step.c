@@ -836,18 +836,14 @@ static void test_matmul_qkv_rope(void) {
             CHECK(tiled && ok, "%s %dx%d: tiled %d, fused RoPE %d", name, n, NO, tiled, ok);
             if (!ok) break;
             /* the kernels it replaces (the tiled GEMVs, qkv_rope), then the fused one, each on poisoned outputs */
-            s = nib_cuda_fill_f32((float *)kc, NAN, cb / 4, &err);
-            if (s == NIB_OK) s = nib_cuda_fill_f32((float *)vc, NAN, cb / 4, &err);
-            if (s == NIB_OK) s = nib_cuda_fill_f32(dq, NAN, QD, &err);
+            s = poison(kc, vc, dq, cb, QD, &err);
             if (s == NIB_OK) s = nib_cuda_matmul(w, dx, act, 1, dqkv, false, NULL, &err);
             if (s == NIB_OK && apart) s = nib_cuda_matmul(wv, dx, act, 1, dv, false, NULL, &err);
             if (s == NIB_OK) s = nib_cuda_qkv_rope(&a, NULL, &err);
             if (s == NIB_OK) {
                 gpu_download(qa, dq, sizeof(float) * QD), gpu_download(ka, kc, cb), gpu_download(va, vc, cb);
-                s = nib_cuda_fill_f32((float *)kc, NAN, cb / 4, &err);
+                s = poison(kc, vc, dq, cb, QD, &err);
             }
-            if (s == NIB_OK) s = nib_cuda_fill_f32((float *)vc, NAN, cb / 4, &err);
-            if (s == NIB_OK) s = nib_cuda_fill_f32(dq, NAN, QD, &err);
             if (s == NIB_OK) s = nib_cuda_fill_f32(dqkv, NAN, NO, &err); /* not to be read */
             if (s == NIB_OK) s = nib_cuda_fill_f32(dv, NAN, KD, &err);
             if (s == NIB_OK) s = nib_cuda_matmul_qkv_rope(w, wv, act, &a, NULL, &err);
