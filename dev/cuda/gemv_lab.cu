@@ -1067,8 +1067,8 @@ struct fmt_mxfp4_v74 : words_block<fmt_mxfp4_v74, 5, false> {
 template <class F, int WARPS, int G, int KS, bool GLU>
 static void t32_optin(int smem) {
     if (smem <= 48 * 1024) return;
-    if (KS) CK(cudaFuncSetAttribute(gemv_t32_ks<F, WARPS, G>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    else CK(cudaFuncSetAttribute(gemv_t32<F, WARPS, G, GLU>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    if (KS) CK(cudaFuncSetAttribute(gemv_t32_ks<F, WARPS, G, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    else CK(cudaFuncSetAttribute((gemv_t32<F, WARPS, G, GLU, t32_plain, true>), cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
 }
 template <class F, int WARPS, int G, int KS, bool GLU, int BPS>
 static void run_t32(const lab_ctx *c) {
@@ -1079,8 +1079,8 @@ static void run_t32(const lab_ctx *c) {
         smem = t32_smem_bytes<F>(c->n_in);
         int per_sm = 0;
         t32_optin<F, WARPS, G, KS, GLU>(smem);
-        if (KS) CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_t32_ks<F, WARPS, G>, WARPS * 32, smem));
-        else CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_t32<F, WARPS, G, GLU>, WARPS * 32, smem));
+        if (KS) CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_t32_ks<F, WARPS, G, true>, WARPS * 32, smem));
+        else CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (gemv_t32<F, WARPS, G, GLU, t32_plain, true>), WARPS * 32, smem));
         if (BPS && per_sm > BPS) per_sm = BPS;
         most = sm_count * (per_sm > 0 ? per_sm : 1);
     }
@@ -1089,167 +1089,76 @@ static void run_t32(const lab_ctx *c) {
     const act_q8 a = lab_act(c);
     if (KS) {
         if (lab_pdl)
-            CK(pdl_launch(gemv_t32_ks<F, WARPS, G>, dim3(grid), dim3(WARPS * 32), (size_t)smem, c->st, c->W, a, c->y,
+            CK(pdl_launch(gemv_t32_ks<F, WARPS, G, true>, dim3(grid), dim3(WARPS * 32), (size_t)smem, c->st, c->W, a, c->y,
                           c->n_in, c->n_out, 0));
         else
-            gemv_t32_ks<F, WARPS, G><<<grid, WARPS * 32, smem, c->st>>>(c->W, a, c->y, c->n_in, c->n_out, 0);
+            gemv_t32_ks<F, WARPS, G, true><<<grid, WARPS * 32, smem, c->st>>>(c->W, a, c->y, c->n_in, c->n_out, 0);
     } else {
         if (lab_pdl) /* GLU: the rows read as (gate, up) pairs */
-            CK(pdl_launch(gemv_t32<F, WARPS, G, GLU>, dim3(grid), dim3(WARPS * 32), (size_t)smem, c->st, c->W, a,
+            CK(pdl_launch((gemv_t32<F, WARPS, G, GLU, t32_plain, true>), dim3(grid), dim3(WARPS * 32), (size_t)smem, c->st, c->W, a,
                           c->y, c->n_in, c->n_out, 0, (int)GLU_SILU, (unsigned long long *)NULL, t32_plain{}));
         else
-            gemv_t32<F, WARPS, G, GLU><<<grid, WARPS * 32, smem, c->st>>>(c->W, a, c->y, c->n_in, c->n_out, 0,
+            gemv_t32<F, WARPS, G, GLU, t32_plain, true><<<grid, WARPS * 32, smem, c->st>>>(c->W, a, c->y, c->n_in, c->n_out, 0,
                                                                          (int)GLU_SILU, (unsigned long long *)NULL,
                                                                          t32_plain{});
     }
 }
-/* v98 (argument "/t32s1"): one tile buffer a warp instead of two, and the
- * block count a multiprocessor asked of ptxas (MINB): a warp issues its next
- * tile's loads right after the dot that frees the buffer, so its group's
- * epilogue (warp sums, the split kernel's barrier) overlaps them. Two
- * buffers (72 registers on Q4_K) hold the tiled kernels at two blocks a
- * multiprocessor (v63: latency-bound); one buffer at three blocks gives
- * 1.5 times the warps, each with a tile in flight most of the time. The
- * library's kernels' arithmetic and order (the same bits). */
-template <class F, int WARPS, int G, int MINB>
-__global__ void __launch_bounds__(WARPS * 32, MINB)
-lab_t32_ks1(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_in, int n_out, int add) {
-    uint8_t *const t32_act = t32_act_smem<F>();
-    __shared__ float part[2][WARPS][G];
-    pdl_launch_dependents();
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int nb = n_in / F::QK;
-    const int n_groups = (n_out + G - 1) / G;
-    const int count = (int)blockIdx.x < n_groups ? (n_groups - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
-    int sb;
-    const int r = t32_row<G>(warp, lane, nb, sb);
-    t32_w<F::CH, F::SIDE> A;
-    if (count > 0) t32_load<F>(Wt, (size_t)blockIdx.x * WARPS + warp, lane, A);
-    t32_prepare<F>();
-    pdl_wait();
-    const double rsp = act_rs_begin(a, lane);
-    t32_fill<F>(t32_act, a, nb);
-    const float rs = act_rs_end(rsp);
-    const uint8_t *xa = t32_act + sb * F::ACT;
-    for (int k = 0; k < count; k++) {
-        const float v = F::dot(A, xa);
-        if (k + 1 < count) t32_load<F>(Wt, ((size_t)blockIdx.x + (size_t)(k + 1) * gridDim.x) * WARPS + warp, lane, A);
-        float out[G];
-#pragma unroll
-        for (int q = 0; q < G; q++) out[q] = warp_sum(r == q ? v : 0.0f);
-        if (lane == 0)
-#pragma unroll
-            for (int q = 0; q < G; q++) part[k & 1][warp][q] = out[q];
-        __syncthreads();
-        if (warp == 0 && lane < G) {
-            float s = 0.0f;
-#pragma unroll
-            for (int w2 = 0; w2 < WARPS; w2++) s += part[k & 1][w2][lane];
-            const int row = ((int)blockIdx.x + k * (int)gridDim.x) * G + lane;
-            if (row < n_out) y[row] = add ? y[row] + s * rs : s * rs;
-        }
-    }
-}
-template <class F, int WARPS, int G, bool GLU, int MINB>
-__global__ void __launch_bounds__(WARPS * 32, MINB)
-lab_t32_1(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_in, int n_out, int add, int act) {
-    uint8_t *const t32_act = t32_act_smem<F>();
-    pdl_launch_dependents();
-    const int lane = threadIdx.x & 31;
-    const int nb = n_in / F::QK, T = G * nb / 32;
-    const int n_groups = (n_out + G - 1) / G;
-    const int gw = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5), n_warps = (int)gridDim.x * WARPS;
-    const int count = gw < n_groups ? ((n_groups - 1 - gw) / n_warps + 1) * T : 0;
-    int lg = gw, lj = 0;
-    t32_w<F::CH, F::SIDE> A;
-    auto load = [&]() {
-        t32_load<F>(Wt, (size_t)lg * T + lj, lane, A);
-        if (++lj == T) lj = 0, lg += n_warps;
-    };
-    if (count > 0) load();
-    t32_prepare<F>();
-    pdl_wait();
-    act_rs4 rs4 = {0.0, 0.0, 0.0, 0.0};
-    double rsp = 0.0;
-    if (GLU) rs4 = act_rs_load4(a, lane);
-    else rsp = act_rs_begin(a, lane);
-    t32_fill<F>(t32_act, a, nb);
-    if (GLU) rsp = act_rs_fold(rs4);
-    const float rs = act_rs_end(rsp);
-    float acc[G];
-#pragma unroll
-    for (int q = 0; q < G; q++) acc[q] = 0.0f;
-    int cg = gw, cj = 0;
-    for (int k = 0; k < count; k++) {
-        int sb;
-        const int r = t32_row<G>(cj, lane, nb, sb);
-        const float v = F::dot(A, t32_act + sb * F::ACT);
-        if (k + 1 < count) load();
-#pragma unroll
-        for (int q = 0; q < G; q++) acc[q] += r == q ? v : 0.0f;
-        if (++cj == T) {
-            float out[G];
-#pragma unroll
-            for (int q = 0; q < G; q++) out[q] = warp_sum(acc[q]) * rs, acc[q] = 0.0f;
-            if (lane == 0)
-#pragma unroll
-                for (int q = 0; q < G; q += GLU ? 2 : 1) {
-                    const int row = cg * G + q;
-                    if (row >= n_out) break;
-                    if (GLU) y[row / 2] = glu_act(act, out[q]) * out[q + 1];
-                    else y[row] = add ? y[row] + out[q] : out[q];
-                }
-            cj = 0, cg += n_warps;
-        }
-    }
-}
-/* one launch of the v98 kernels (KS: the split one), grid as run_t32's */
-template <class F, int WARPS, int G, int KS, bool GLU, int MINB>
+/* v98 (argument "/t32s1"): the tiled kernels with one tile buffer (TWO
+ * false: the next tile asked for right after the dot that frees the
+ * registers) against two (the "/t32" rows: the next tile asked for before
+ * the dot). First run as lab copies with __launch_bounds__(threads, MINB):
+ * at MINB 3 (5 for 4-warp blocks) ptxas capped them at 80 (96) registers
+ * and spilled 40-340 bytes, and every shape lost (bench/gpu-decode-notes.md
+ * v98); at the blocks an SM the registers give, one buffer won where a warp
+ * takes many tiles, and became the library's choice there. */
+/* one launch of the one-buffer kernels (KS: the split one), grid as run_t32's */
+template <class F, int WARPS, int G, int KS, bool GLU>
 static cudaError_t t32s1_launch(cudaStream_t st, bool pdl, const uint8_t *W, act_q8 a, float *y, int n_in, int n_out,
                         int grid, int smem) {
     if (KS) {
         if (smem > 48 * 1024)
-            CK(cudaFuncSetAttribute(lab_t32_ks1<F, WARPS, G, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        if (pdl) return pdl_launch(lab_t32_ks1<F, WARPS, G, MINB>, dim3(grid), dim3(WARPS * 32), (size_t)smem, st, W, a, y, n_in, n_out, 0);
-        lab_t32_ks1<F, WARPS, G, MINB><<<grid, WARPS * 32, smem, st>>>(W, a, y, n_in, n_out, 0);
+            CK(cudaFuncSetAttribute(gemv_t32_ks<F, WARPS, G, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        if (pdl) return pdl_launch(gemv_t32_ks<F, WARPS, G, false>, dim3(grid), dim3(WARPS * 32), (size_t)smem, st, W, a, y, n_in, n_out, 0);
+        gemv_t32_ks<F, WARPS, G, false><<<grid, WARPS * 32, smem, st>>>(W, a, y, n_in, n_out, 0);
     } else {
         if (smem > 48 * 1024)
-            CK(cudaFuncSetAttribute(lab_t32_1<F, WARPS, G, GLU, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+            CK(cudaFuncSetAttribute(gemv_t32<F, WARPS, G, GLU>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         if (pdl)
-            return pdl_launch(lab_t32_1<F, WARPS, G, GLU, MINB>, dim3(grid), dim3(WARPS * 32), (size_t)smem, st, W, a, y,
-                              n_in, n_out, 0, (int)GLU_SILU);
-        lab_t32_1<F, WARPS, G, GLU, MINB><<<grid, WARPS * 32, smem, st>>>(W, a, y, n_in, n_out, 0, (int)GLU_SILU);
+            return pdl_launch(gemv_t32<F, WARPS, G, GLU>, dim3(grid), dim3(WARPS * 32), (size_t)smem, st, W, a, y,
+                              n_in, n_out, 0, (int)GLU_SILU, (unsigned long long *)NULL, t32_plain{});
+        gemv_t32<F, WARPS, G, GLU><<<grid, WARPS * 32, smem, st>>>(W, a, y, n_in, n_out, 0, (int)GLU_SILU,
+                                                                  (unsigned long long *)NULL, t32_plain{});
     }
     return cudaSuccess;
 }
-template <class F, int WARPS, int G, int KS, bool GLU, int MINB>
+template <class F, int WARPS, int G, int KS, bool GLU>
 static int t32s1_per_sm(int smem) {
     int per_sm = 0;
     if (KS) {
         if (smem > 48 * 1024)
-            CK(cudaFuncSetAttribute(lab_t32_ks1<F, WARPS, G, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lab_t32_ks1<F, WARPS, G, MINB>, WARPS * 32, smem));
+            CK(cudaFuncSetAttribute(gemv_t32_ks<F, WARPS, G, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_t32_ks<F, WARPS, G, false>, WARPS * 32, smem));
     } else {
         if (smem > 48 * 1024)
-            CK(cudaFuncSetAttribute(lab_t32_1<F, WARPS, G, GLU, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lab_t32_1<F, WARPS, G, GLU, MINB>, WARPS * 32, smem));
+            CK(cudaFuncSetAttribute(gemv_t32<F, WARPS, G, GLU>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_t32<F, WARPS, G, GLU>, WARPS * 32, smem));
     }
     return per_sm;
 }
-template <class F, int WARPS, int G, int KS, bool GLU, int MINB>
+template <class F, int WARPS, int G, int KS, bool GLU>
 static void run_t32s1(const lab_ctx *c) {
     static int most = 0, smem = 0;
     const int nb = c->n_in / F::QK;
     if ((G * nb) % 32 != 0 || (KS && G * nb / 32 != WARPS)) return;
     if (!most || smem != t32_smem_bytes<F>(c->n_in)) {
         smem = t32_smem_bytes<F>(c->n_in);
-        const int per_sm = t32s1_per_sm<F, WARPS, G, KS, GLU, MINB>(smem);
+        const int per_sm = t32s1_per_sm<F, WARPS, G, KS, GLU>(smem);
         most = sm_count * (per_sm > 0 ? per_sm : 1);
         printf("  (%s: %d blocks an SM)\n", KS ? "t32s1 ks" : "t32s1", per_sm);
     }
     int grid = KS ? CEIL_DIV(c->n_out, G) : CEIL_DIV(CEIL_DIV(c->n_out, G), WARPS);
     if (grid > most) grid = most;
-    const cudaError_t e = t32s1_launch<F, WARPS, G, KS, GLU, MINB>(c->st, lab_pdl, c->W, lab_act(c), c->y, c->n_in,
+    const cudaError_t e = t32s1_launch<F, WARPS, G, KS, GLU>(c->st, lab_pdl, c->W, lab_act(c), c->y, c->n_in,
                                                                   c->n_out, grid, smem);
     CK(e);
 }
@@ -1306,7 +1215,7 @@ __global__ void tile_t32(const uint8_t *__restrict__ src, uint8_t *__restrict__ 
 }
 /* the tiled kernel against the library's plain one on the same blocks (sums
  * in another order: within 1e-5 of max |y|); glu: k x (2 n) as gate and up */
-template <class F, class FL, int WARPS, int G, int KS, bool GLU, int MINB = 0>
+template <class F, class FL, int WARPS, int G, int KS, bool GLU, bool ONEBUF = false>
 static void check_t32(const char *name, float *x, int8_t *xq, float2 *xds, act_scale *sc, int k, int n, int d_off) {
     const size_t rb = (size_t)(k / FL::QK) * FL::BYTES, rows = GLU ? 2 * (size_t)n : (size_t)n;
     const size_t n_blocks = rows * (k / F::QK), tiled = (n_blocks + 31) / 32 * F::TILE + F::TILE;
@@ -1338,13 +1247,13 @@ static void check_t32(const char *name, float *x, int8_t *xq, float2 *xds, act_s
     CK(cudaMemset(y2, 0xFF, sizeof(float) * n));
     const int smem = t32_smem_bytes<F>(k);
     t32_optin<F, WARPS, G, KS, GLU>(smem);
-    if constexpr (MINB > 0) {
-        const cudaError_t e = t32s1_launch<F, WARPS, G, KS, GLU, MINB>(0, false, Wt, a, y2, k, (int)rows, sm_count, smem);
+    if constexpr (ONEBUF) {
+        const cudaError_t e = t32s1_launch<F, WARPS, G, KS, GLU>(0, false, Wt, a, y2, k, (int)rows, sm_count, smem);
         CK(e);
     }
-    else if (KS) gemv_t32_ks<F, WARPS, G><<<sm_count, WARPS * 32, smem>>>(Wt, a, y2, k, (int)rows, 0);
+    else if (KS) gemv_t32_ks<F, WARPS, G, true><<<sm_count, WARPS * 32, smem>>>(Wt, a, y2, k, (int)rows, 0);
     else
-        gemv_t32<F, WARPS, G, GLU><<<sm_count, WARPS * 32, smem>>>(Wt, a, y2, k, (int)rows, 0, (int)GLU_SILU,
+        gemv_t32<F, WARPS, G, GLU, t32_plain, true><<<sm_count, WARPS * 32, smem>>>(Wt, a, y2, k, (int)rows, 0, (int)GLU_SILU,
                                                                   (unsigned long long *)NULL, t32_plain{});
     CK_LAUNCH("t32 check");
     report_close(name, k, n, y1, y2, GLU ? "h" : "y");
@@ -1643,16 +1552,9 @@ static const variant variants[] = {
     {"Q6_K/t32-w4g2b0", 256, 210, run_t32<t32_q6_K, 4, 2, 0, false, 0>},
     {"Q6_K/t32ks-w7g4", 256, 210, run_t32<t32_q6_K, 7, 4, 1, false, 0>},
     {"Q6_K/t32ks-w2g4", 256, 210, run_t32<t32_q6_K, 2, 4, 1, false, 0>},
-    /* v98: one tile buffer, MINB blocks an SM asked of ptxas */
-    {"Q4_K/t32s1ks-w7g4m3", 256, 144, run_t32s1<t32_q4_K, 7, 4, 1, false, 3>},
-    {"Q6_K/t32s1ks-w7g4m3", 256, 210, run_t32s1<t32_q6_K, 7, 4, 1, false, 3>},
-    {"Q4_K/t32s1ks-w7g4m2", 256, 144, run_t32s1<t32_q4_K, 7, 4, 1, false, 2>},
-    {"Q6_K/t32s1ks-w7g4m2", 256, 210, run_t32s1<t32_q6_K, 7, 4, 1, false, 2>},
-    {"Q4_K/t32s1glu-w8g2m3", 256, 144, run_t32s1<t32_q4_K, 8, 2, 0, true, 3>},
-    {"Q4_K/t32s1-w8g2m3", 256, 144, run_t32s1<t32_q4_K, 8, 2, 0, false, 3>},
-    {"Q4_K/t32s1glu-w4g2m5", 256, 144, run_t32s1<t32_q4_K, 4, 2, 0, true, 5>},
-    {"Q4_K/t32s1-w4g2m5", 256, 144, run_t32s1<t32_q4_K, 4, 2, 0, false, 5>},
-    {"Q6_K/t32s1-w8g2m3", 256, 210, run_t32s1<t32_q6_K, 8, 2, 0, false, 3>},
+    /* v98: one tile buffer ("/t32": two) */
+    {"Q4_K/t32s1ks-w7g4m2", 256, 144, run_t32s1<t32_q4_K, 7, 4, 1, false>},
+    {"Q6_K/t32s1ks-w7g4m2", 256, 210, run_t32s1<t32_q6_K, 7, 4, 1, false>},
     /* the tiled forms of Q5_K, Q3_K (its padded 112-byte blocks), Q2_K and IQ4_XS */
 #define V_T32F(NAME, F, BY) {NAME "/t32-w8g2b0", 256, BY, run_t32<F, 8, 2, 0, false, 0>}, \
     {NAME "/t32-w8g4b0", 256, BY, run_t32<F, 8, 4, 0, false, 0>}, {NAME "/t32ks-w7g4", 256, BY, run_t32<F, 7, 4, 1, false, 0>}, \
@@ -1677,7 +1579,7 @@ static const variant variants[] = {
     V_T32F("IQ4_NL", t32_iq4_nl, 144), V_T32F("MXFP4", t32_mxfp4, 136),
 #undef V_T32F
     /* v98: the split kernel with one tile buffer, every tiled format (and Q4_0, whose long rows keep the item kernels) */
-#define V_S1(NAME, F, BY) {NAME "/t32s1ks-w7g4m2", 256, BY, run_t32s1<F, 7, 4, 1, false, 2>}
+#define V_S1(NAME, F, BY) {NAME "/t32s1ks-w7g4m2", 256, BY, run_t32s1<F, 7, 4, 1, false>}
     V_S1("Q5_K", t32_q5_K, 176), V_S1("Q3_K", t32_q3_K, 112), V_S1("Q2_K", t32_q2_K, 84), V_S1("IQ4_XS", t32_iq4_xs, 136),
     V_S1("IQ2_XXS", t32_iq2_xxs, 66), V_S1("IQ2_XS", t32_iq2_xs, 80), V_S1("IQ2_S", t32_iq2_s, 82),
     V_S1("IQ3_XXS", t32_iq3_xxs, 98), V_S1("IQ3_S", t32_iq3_s, 112), V_S1("IQ1_S", t32_iq1_s, 50),
@@ -1686,8 +1588,8 @@ static const variant variants[] = {
     V_S1("MXFP4", t32_mxfp4, 136), V_S1("Q4_0", t32_q4_0, 144),
 #undef V_S1
     /* v98: gemv_t32 with one tile buffer, every tiled format on 8-warp blocks (Q6_K: 4) */
-#define V_S1T(NAME, F, BY, W) {NAME "/t32s1-w8g2m2", 256, BY, run_t32s1<F, W, 2, 0, false, 0>}, \
-    {NAME "/t32s1glu-w8g2m2", 256, BY, run_t32s1<F, W, 2, 0, true, 0>}
+#define V_S1T(NAME, F, BY, W) {NAME "/t32s1-w8g2m2", 256, BY, run_t32s1<F, W, 2, 0, false>}, \
+    {NAME "/t32s1glu-w8g2m2", 256, BY, run_t32s1<F, W, 2, 0, true>}
     V_S1T("Q5_K", t32_q5_K, 176, 8), V_S1T("Q3_K", t32_q3_K, 112, 8), V_S1T("Q2_K", t32_q2_K, 84, 8),
     V_S1T("IQ4_XS", t32_iq4_xs, 136, 8), V_S1T("IQ2_XXS", t32_iq2_xxs, 66, 8), V_S1T("IQ2_XS", t32_iq2_xs, 80, 8),
     V_S1T("IQ2_S", t32_iq2_s, 82, 8), V_S1T("IQ3_XXS", t32_iq3_xxs, 98, 8), V_S1T("IQ3_S", t32_iq3_s, 112, 8),
@@ -1699,10 +1601,9 @@ static const variant variants[] = {
     {"Q6_K/w4/t32glu-w8g2", 256, 210, run_t32<t32_q6_K, 4, 2, 0, true, 0>},
     {"Q4_0/t32-w8g2b0", 256, 144, run_t32<t32_q4_0, 8, 2, 0, false, 0>},
     /* v98: gemv_t32 with one tile buffer at the blocks an SM the registers give */
-    {"Q4_K/t32s1glu-w8g2m2", 256, 144, run_t32s1<t32_q4_K, 8, 2, 0, true, 2>},
-    {"Q4_K/t32s1-w8g2m2", 256, 144, run_t32s1<t32_q4_K, 8, 2, 0, false, 2>},
-    {"Q6_K/t32s1-w4g2m4", 256, 210, run_t32s1<t32_q6_K, 4, 2, 0, false, 4>},
-    {"Q4_0/t32s1glu-w8g2m2", 256, 144, run_t32s1<t32_q4_0, 8, 2, 0, true, 2>},
+    {"Q4_K/t32s1glu-w8g2m2", 256, 144, run_t32s1<t32_q4_K, 8, 2, 0, true>},
+    {"Q4_K/t32s1-w8g2m2", 256, 144, run_t32s1<t32_q4_K, 8, 2, 0, false>},
+    {"Q4_0/t32s1glu-w8g2m2", 256, 144, run_t32s1<t32_q4_0, 8, 2, 0, true>},
     {"Q4_0/t32glu-w8g2", 256, 144, run_t32<t32_q4_0, 8, 2, 0, true, 0>},
     {"Q4_0/t32ks-w7g4", 256, 144, run_t32<t32_q4_0, 7, 4, 1, false, 0>},
     /* v76: the group-a-block kernel ("glu": the gate+up shape as (gate, up) pairs) */
@@ -2238,11 +2139,11 @@ int main(int argc, char **argv) {
             check_t32<t32_iq3_xxs, fmt_iq3_xxs, 7, 4, 1, false>("IQ3_XXS/t32ks", x, xq, xds, sc, 14336, 4093, 0);
             check_t32<t32_tq2_0, fmt_tq2_0, 8, 2, 0, false>("TQ2_0/t32 g2", x, xq, xds, sc, 4096, 4093, 64);
             /* v98: one tile buffer */
-            check_t32<t32_q4_K, fmt_q4_K, 7, 4, 1, false, 3>("Q4_K/t32s1ks", x, xq, xds, sc, 14336, 4093, 0);
-            check_t32<t32_q6_K, fmt_q6_K, 7, 4, 1, false, 3>("Q6_K/t32s1ks", x, xq, xds, sc, 14336, 4093, 208);
-            check_t32<t32_q4_K, fmt_q4_K, 8, 2, 0, true, 3>("Q4_K/t32s1glu", x, xq, xds, sc, 4096, 14336, 0);
-            check_t32<t32_q4_K, fmt_q4_K, 8, 2, 0, false, 3>("Q4_K/t32s1 g2", x, xq, xds, sc, 4096, 4093, 0);
-            check_t32<t32_q6_K, fmt_q6_K, 8, 2, 0, false, 3>("Q6_K/t32s1 g2", x, xq, xds, sc, 4096, 4093, 208);
+            check_t32<t32_q4_K, fmt_q4_K, 7, 4, 1, false, true>("Q4_K/t32s1ks", x, xq, xds, sc, 14336, 4093, 0);
+            check_t32<t32_q6_K, fmt_q6_K, 7, 4, 1, false, true>("Q6_K/t32s1ks", x, xq, xds, sc, 14336, 4093, 208);
+            check_t32<t32_q4_K, fmt_q4_K, 8, 2, 0, true, true>("Q4_K/t32s1glu", x, xq, xds, sc, 4096, 14336, 0);
+            check_t32<t32_q4_K, fmt_q4_K, 8, 2, 0, false, true>("Q4_K/t32s1 g2", x, xq, xds, sc, 4096, 4093, 0);
+            check_t32<t32_q6_K, fmt_q6_K, 8, 2, 0, false, true>("Q6_K/t32s1 g2", x, xq, xds, sc, 4096, 4093, 208);
         }
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         const variant *var = &variants[v];

@@ -60,6 +60,7 @@ struct nib_cuda_weight {
                                 owns the allocation), 2 the up (dev the same allocation); 0 not a pair */
     int t32_grid;            /* the tiled kernel's persistent grid */
     int t32_warps;           /* the tiled kernel's warps a block */
+    bool t32_two;            /* gemv_t32 on two tile buffers (at most 2 tiles a warp), else one */
     int t32_tile;            /* bytes a tile of 32 blocks (the format's tiled form, gemv_tiled.cuh) */
     bool t32_norm;           /* one token's GEMV may also leave the deferred norm of its output
                                 (nib_cuda_matmul_norm; gemv_t32's NORM instance fits the device) */

@@ -241,7 +241,7 @@ extern "C" nib_status nib_cuda_weight_tile_glu(nib_cuda_weight *gate, nib_cuda_w
     gate->t32_g = up->t32_g = g;
     gate->t32_kernel = up->t32_kernel = kernel;
     gate->t32_tile = up->t32_tile = t32_find(gate->type)->tile;
-    up->t32_grid = gate->t32_grid, up->t32_warps = gate->t32_warps;
+    up->t32_grid = gate->t32_grid, up->t32_warps = gate->t32_warps, up->t32_two = gate->t32_two;
     gate->t32_pair = 1, up->t32_pair = 2;
     *tiled = true;
     return NIB_OK;

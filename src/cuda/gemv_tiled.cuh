@@ -741,14 +741,20 @@ __device__ __forceinline__ void t32_rope_store(const t32_rope &e, int row, int p
  * - t32_rope_xn (8 warps): t32_rope after the attention's deferred norm of
  *   e.x, done by every block into its own activation (t32_fill_xn): a is
  *   not read.
- * ONE: the launcher gives each warp at most one tile, so the second tile
- * buffer goes (Q6_K's registers: gemv_t32_qkv2). */
-template <class F, int WARPS, int G, bool GLU, class E, bool ONE = false>
+ * TWO: two tile buffers, the next tile asked for before the dot; else one,
+ * the next tile asked for right after the dot that frees the registers (in
+ * flight through the accumulate and a group's epilogue). Where a warp takes
+ * many tiles one buffer is faster at the same two blocks a multiprocessor
+ * (the Llama-3-8B gate/up pair 19.1 -> 18.3 us, 7 tiles a warp; kernel lab,
+ * PDL graph); where it takes one or two, two buffers keep the second tile's
+ * latency under the first dot (the 8B's Q/K/V, 1.5 tiles a warp, and
+ * Llama-3.2-1B's gate/up pair lost with one: bench/gpu-decode-notes.md
+ * v98). The launchers choose (t32_plan: w->t32_two). */
+template <class F, int WARPS, int G, bool GLU, class E, bool TWO>
 __device__ __forceinline__ void t32_body(const uint8_t *__restrict__ Wt, const act_q8 &a, float *__restrict__ y,
                                          int n_in, int n_out, int add, int act, unsigned long long *best, const E &e,
                                          int block, int n_blocks, int row_base) {
     constexpr bool NORM = t32_is<E, t32_norm>, XN = t32_is<E, t32_rope_xn>, ROPE = t32_is<E, t32_rope> || XN;
-    static_assert(!ONE || ROPE, "one tile a warp: the Q/K/V pair's V part only");
     static_assert(!XN || WARPS == 8, "the in-kernel norm: 256 threads, the norm kernel's");
     uint8_t *const t32_act = t32_act_smem<F>();
     static_assert(!GLU || G % 2 == 0, "a GLU group holds whole (gate, up) pairs");
@@ -805,10 +811,12 @@ __device__ __forceinline__ void t32_body(const uint8_t *__restrict__ Wt, const a
 #pragma unroll
         for (int q = 0; q < G; q++) acc[q] = 0.0f;
         int cg = gw, cj = 0, ck = 0; /* the compute cursor; ck: the warp's groups done */
-        auto step = [&](const t32_w<F::CH, F::SIDE> &w) {
+        auto dot = [&](const t32_w<F::CH, F::SIDE> &w, int &r) {
             int sb;
-            const int r = t32_row<G>(cj, lane, nb, sb);
-            const float v = F::dot(w, t32_act + sb * F::ACT);
+            r = t32_row<G>(cj, lane, nb, sb);
+            return F::dot(w, t32_act + sb * F::ACT);
+        };
+        auto step = [&](float v, int r) { /* a tile's dot into its row; a group's epilogue after its last */
 #pragma unroll
             for (int q = 0; q < G; q++) acc[q] += r == q ? v : 0.0f;
             if (++cj == T) { /* the group's rows are complete */
@@ -845,14 +853,20 @@ __device__ __forceinline__ void t32_body(const uint8_t *__restrict__ Wt, const a
                 cj = 0, cg += n_warps, ck++;
             }
         };
-        if constexpr (ONE) {
-            step(A); /* the launcher gave this part a warp a tile */
-        } else {
+        int r;
+        if constexpr (TWO) {
             for (int k = 0; k < count; k += 2) {
                 if (k + 1 < count) load(B);
-                step(A);
+                float v = dot(A, r);
+                step(v, r);
                 if (k + 2 < count) load(A);
-                if (k + 1 < count) step(B);
+                if (k + 1 < count) v = dot(B, r), step(v, r);
+            }
+        } else {
+            for (int k = 0; k < count; k++) {
+                const float v = dot(A, r);
+                if (k + 1 < count) load(A); /* the buffer is free: the next tile in flight through the epilogue */
+                step(v, r);
             }
         }
     }
@@ -872,11 +886,11 @@ __device__ __forceinline__ void t32_body(const uint8_t *__restrict__ Wt, const a
     }
     if (best) block_offer_best(best, mine);
 }
-template <class F, int WARPS, int G, bool GLU, class E = t32_plain>
+template <class F, int WARPS, int G, bool GLU, class E = t32_plain, bool TWO = false>
 __global__ void __launch_bounds__(WARPS * 32)
 gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_in, int n_out, int add, int act,
          unsigned long long *best, E e) {
-    t32_body<F, WARPS, G, GLU, E>(Wt, a, y, n_in, n_out, add, act, best, e, (int)blockIdx.x, (int)gridDim.x, 0);
+    t32_body<F, WARPS, G, GLU, E, TWO>(Wt, a, y, n_in, n_out, add, act, best, e, (int)blockIdx.x, (int)gridDim.x, 0);
 }
 
 /* One token's Q/K/V where V's format differs (Llama-3's Q4_K_M layers with
@@ -884,26 +898,36 @@ gemv_t32(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_
  * in G-row groups, in one grid with the RoPE epilogue: blocks [0, g_a) run
  * the Q/K part, the rest the V part (rows n_a on of the fused rows), a block
  * one body so its barriers stay block-uniform. The V part takes a tile a
- * warp (ONE: the launcher sizes it so), which keeps Q6_K's registers with
- * Q4_K's under 128 and two 8-warp blocks a multiprocessor. Shared memory:
- * the larger of the two formats' t32_smem_bytes. */
+ * warp (the launcher sizes it so: one buffer, which keeps Q6_K's registers
+ * with Q4_K's under 128 and two 8-warp blocks a multiprocessor); the Q/K
+ * part one or two (two buffers). Shared memory: the larger of the two
+ * formats' t32_smem_bytes. */
 template <class FA, class FB, int WARPS, int G, class E>
 __global__ void __launch_bounds__(WARPS * 32)
 gemv_t32_qkv2(const uint8_t *__restrict__ Wa, int n_a, const uint8_t *__restrict__ Wb, int n_b, act_q8 a, int n_in,
               int g_a, E e) {
     if ((int)blockIdx.x < g_a)
-        t32_body<FA, WARPS, G, false, E>(Wa, a, NULL, n_in, n_a, 0, 0, NULL, e, (int)blockIdx.x, g_a, 0);
+        t32_body<FA, WARPS, G, false, E, true>(Wa, a, NULL, n_in, n_a, 0, 0, NULL, e, (int)blockIdx.x, g_a, 0);
     else
-        t32_body<FB, WARPS, G, false, E, true>(Wb, a, NULL, n_in, n_b, 0, 0, NULL, e, (int)blockIdx.x - g_a,
-                                               (int)gridDim.x - g_a, n_a);
+        t32_body<FB, WARPS, G, false, E, false>(Wb, a, NULL, n_in, n_b, 0, 0, NULL, e, (int)blockIdx.x - g_a,
+                                                (int)gridDim.x - g_a, n_a);
 }
 
 /* Split K for long rows: the T tiles of a group go to the T warps of a block
  * (WARPS == T, checked by the launcher), one each, and the warps add their
  * parts through shared memory; blocks loop over groups. A 14336-wide Q4_K
  * row group (G = 4, T = 7) is otherwise one warp's 7 tiles in a row, and
- * 4096 rows make only 1024 such warps. */
-template <class F, int WARPS, int G>
+ * 4096 rows make only 1024 such warps.
+ * One tile buffer: a warp asks for its next group's tile right after the
+ * dot that frees the registers, so the loads are in flight through the
+ * group's warp sums and barrier. TWO: two buffers, the next tile asked
+ * for before the dot and the one after it once the barrier is passed (121
+ * registers on Q4_K against 105). One buffer was faster at the same two
+ * blocks a multiprocessor for every format but two (14336 x 4096, kernel
+ * lab, PDL graph: Q4_K 12.9 -> 11.6 us, Q6_K 14.6 -> 14.4, Q2_K 11.6 ->
+ * 9.9); IQ2_XXS (12.6 -> 14.7) and Q3_K (13.8 -> 14.3) keep two, by their
+ * table rows (bench/gpu-decode-notes.md v98). */
+template <class F, int WARPS, int G, bool TWO>
 __global__ void __launch_bounds__(WARPS * 32)
 gemv_t32_ks(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_in, int n_out, int add) {
     uint8_t *const t32_act = t32_act_smem<F>();
@@ -915,7 +939,7 @@ gemv_t32_ks(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int
     const int count = (int)blockIdx.x < n_groups ? (n_groups - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
     int sb;
     const int r = t32_row<G>(warp, lane, nb, sb); /* the same tile of every group */
-    t32_w<F::CH, F::SIDE> A, B;
+    t32_w<F::CH, F::SIDE> A;
     if (count > 0) t32_load<F>(Wt, (size_t)blockIdx.x * WARPS + warp, lane, A);
     t32_prepare<F>();
     pdl_wait();
@@ -923,8 +947,8 @@ gemv_t32_ks(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int
     t32_fill<F>(t32_act, a, nb);
     const float rs = act_rs_end(rsp);
     const uint8_t *xa = t32_act + sb * F::ACT;
-    auto step = [&](const t32_w<F::CH, F::SIDE> &w, int k) {
-        const float v = F::dot(w, xa);
+    auto tile = [&](int k) { return ((size_t)blockIdx.x + (size_t)k * gridDim.x) * WARPS + warp; };
+    auto finish = [&](float v, int k) { /* group k's rows from the warps' parts */
         float out[G];
 #pragma unroll
         for (int q = 0; q < G; q++) out[q] = warp_sum(r == q ? v : 0.0f);
@@ -940,11 +964,20 @@ gemv_t32_ks(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int
             if (row < n_out) y[row] = add ? y[row] + s * rs : s * rs;
         }
     };
-    for (int k = 0; k < count; k += 2) {
-        if (k + 1 < count) t32_load<F>(Wt, ((size_t)blockIdx.x + (size_t)(k + 1) * gridDim.x) * WARPS + warp, lane, B);
-        step(A, k);
-        if (k + 2 < count) t32_load<F>(Wt, ((size_t)blockIdx.x + (size_t)(k + 2) * gridDim.x) * WARPS + warp, lane, A);
-        if (k + 1 < count) step(B, k + 1);
+    if constexpr (TWO) {
+        t32_w<F::CH, F::SIDE> B;
+        for (int k = 0; k < count; k += 2) {
+            if (k + 1 < count) t32_load<F>(Wt, tile(k + 1), lane, B);
+            finish(F::dot(A, xa), k);
+            if (k + 2 < count) t32_load<F>(Wt, tile(k + 2), lane, A);
+            if (k + 1 < count) finish(F::dot(B, xa), k + 1);
+        }
+    } else {
+        for (int k = 0; k < count; k++) {
+            const float v = F::dot(A, xa);
+            if (k + 1 < count) t32_load<F>(Wt, tile(k + 1), lane, A);
+            finish(v, k);
+        }
     }
 }
 

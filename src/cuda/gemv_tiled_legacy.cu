@@ -14,8 +14,8 @@
 #include "cuda/gemv_tiled_legacy.cuh"
 #include "cuda/gemv_tiled_ops.cuh"
 
-T32_OPS(t32_ops_q4_1, NIB_TYPE_Q4_1, t32_q4_1, 8, T32_SEG_WARPS, false, true, false)
-T32_OPS(t32_ops_q5_0, NIB_TYPE_Q5_0, t32_q5_0, 8, T32_SEG_WARPS, false, false, false)
-T32_OPS(t32_ops_q5_1, NIB_TYPE_Q5_1, t32_q5_1, 8, T32_SEG_WARPS, true, false, false)
-T32_OPS(t32_ops_iq4_nl, NIB_TYPE_IQ4_NL, t32_iq4_nl, 8, T32_SEG_WARPS, false, false, false)
-T32_OPS(t32_ops_mxfp4, NIB_TYPE_MXFP4, t32_mxfp4, 8, T32_SEG_WARPS, false, false, false)
+T32_OPS(t32_ops_q4_1, NIB_TYPE_Q4_1, t32_q4_1, 8, T32_SEG_WARPS, T32_KS_NONE, true, false)
+T32_OPS(t32_ops_q5_0, NIB_TYPE_Q5_0, t32_q5_0, 8, T32_SEG_WARPS, T32_KS_NONE, false, false)
+T32_OPS(t32_ops_q5_1, NIB_TYPE_Q5_1, t32_q5_1, 8, T32_SEG_WARPS, T32_KS_ONE, false, false)
+T32_OPS(t32_ops_iq4_nl, NIB_TYPE_IQ4_NL, t32_iq4_nl, 8, T32_SEG_WARPS, T32_KS_NONE, false, false)
+T32_OPS(t32_ops_mxfp4, NIB_TYPE_MXFP4, t32_mxfp4, 8, T32_SEG_WARPS, T32_KS_NONE, false, false)

@@ -23,6 +23,10 @@
 /* nib_cuda_weight.t32_kernel: which tiled kernel reads the matrix */
 enum { T32_WARPS = 0, T32_SPLIT = 1, T32_SEG = 2 };
 
+/* a format's long rows in 7-tile groups (the T32_OPS column KS): kept on the
+ * item kernels' split K, or on gemv_t32_ks with one or two tile buffers */
+enum { T32_KS_NONE = 0, T32_KS_ONE = 1, T32_KS_TWO = 2 };
+
 struct t32_ops {
     nib_type type;
     int tile;      /* bytes a tile of 32 blocks */
@@ -108,7 +112,26 @@ static bool t32_seg_warps(const nib_cuda_weight *w, int g, bool glu, int *nw, in
     return true;
 }
 
-template <class F, int W, int SW>
+/* blocks an SM of gemv_t32 on g-row groups (a gate/up pair: glu), two tile buffers or one */
+template <class F, int W>
+static bool t32_warps_per_sm(int g, bool glu, bool two, int smem, int *a, nib_error *err) {
+    if (glu && g == 2)
+        return two ? t32_per_sm(gemv_t32<F, W, 2, true, t32_plain, true>, 32 * W, smem, a, err)
+                   : t32_per_sm(gemv_t32<F, W, 2, true>, 32 * W, smem, a, err);
+    if (glu)
+        return two ? t32_per_sm(gemv_t32<F, W, 4, true, t32_plain, true>, 32 * W, smem, a, err)
+                   : t32_per_sm(gemv_t32<F, W, 4, true>, 32 * W, smem, a, err);
+    if (g == 1)
+        return two ? t32_per_sm(gemv_t32<F, W, 1, false, t32_plain, true>, 32 * W, smem, a, err)
+                   : t32_per_sm(gemv_t32<F, W, 1, false>, 32 * W, smem, a, err);
+    if (g == 2)
+        return two ? t32_per_sm(gemv_t32<F, W, 2, false, t32_plain, true>, 32 * W, smem, a, err)
+                   : t32_per_sm(gemv_t32<F, W, 2, false>, 32 * W, smem, a, err);
+    return two ? t32_per_sm(gemv_t32<F, W, 4, false, t32_plain, true>, 32 * W, smem, a, err)
+               : t32_per_sm(gemv_t32<F, W, 4, false>, 32 * W, smem, a, err);
+}
+
+template <class F, int W, int SW, int KS>
 static bool t32_plan(nib_cuda_weight *w, int g, int kernel, bool glu, nib_error *err) {
     const int smem = t32_smem_bytes<F>((int)w->n_in), rows = (int)w->n_out * (glu ? 2 : 1);
     const int n_groups = CEIL_DIV(rows, g);
@@ -117,16 +140,24 @@ static bool t32_plan(nib_cuda_weight *w, int g, int kernel, bool glu, nib_error 
     int nw = kernel == T32_SPLIT ? T32_KS_TILES : W;
     if (kernel == T32_SEG) { /* a block a group: its warps a block by t32_seg_warps */
         ok = t32_seg_warps<F, SW>(w, g, glu, &nw, &a, err);
-    } else if (kernel == T32_SPLIT) ok = t32_per_sm(gemv_t32_ks<F, T32_KS_TILES, 4>, 32 * T32_KS_TILES, smem, &a, err);
-    else if (glu) ok = g == 2 ? t32_per_sm(gemv_t32<F, W, 2, true>, 32 * W, smem, &a, err)
-                              : t32_per_sm(gemv_t32<F, W, 4, true>, 32 * W, smem, &a, err);
-    else ok = g == 1   ? t32_per_sm(gemv_t32<F, W, 1, false>, 32 * W, smem, &a, err)
-              : g == 2 ? t32_per_sm(gemv_t32<F, W, 2, false>, 32 * W, smem, &a, err)
-                       : t32_per_sm(gemv_t32<F, W, 4, false>, 32 * W, smem, &a, err);
+    } else if (kernel == T32_SPLIT) {
+        ok = t32_per_sm(gemv_t32_ks<F, T32_KS_TILES, 4, KS == T32_KS_TWO>, 32 * T32_KS_TILES, smem, &a, err);
+    } else {
+        ok = t32_warps_per_sm<F, W>(g, glu, true, smem, &a, err);
+    }
     if (!ok) return false;
-    const int need = kernel != T32_WARPS ? n_groups : CEIL_DIV(n_groups, W), most = w->sms * a; /* a group a block, or a warp */
-    w->t32_grid = need < most ? need : most; /* 0: no block fits, the file's layout stays */
+    const int need = kernel != T32_WARPS ? n_groups : CEIL_DIV(n_groups, W); /* a group a block, or a warp */
+    w->t32_grid = need < w->sms * a ? need : w->sms * a; /* 0: no block fits, the file's layout stays */
     w->t32_warps = nw;
+    w->t32_two = false;
+    if (kernel == T32_WARPS && w->t32_grid > 0) { /* two buffers where a warp takes at most 2 tiles */
+        const int tiles = CEIL_DIV(n_groups, w->t32_grid * W) * (g * (int)(w->n_in / F::QK) / 32);
+        w->t32_two = tiles <= 2;
+        if (!w->t32_two) { /* one buffer: its blocks a multiprocessor */
+            if (!t32_warps_per_sm<F, W>(g, glu, false, smem, &a, err)) return false;
+            w->t32_grid = need < w->sms * a ? need : w->sms * a;
+        }
+    }
     return true;
 }
 
@@ -161,14 +192,43 @@ static void t32_tile_launch(const uint8_t *src0, const uint8_t *src1, int n_src,
     t32_tile<F><<<grid, 256>>>(src0, src1, n_src, dst, n_blocks, nb, stride);
 }
 
-template <class F, int W, int SW>
+/* gemv_t32 on w's groups, TWO tile buffers or one (w->t32_two) */
+template <class F, int W, bool TWO>
+static cudaError_t t32_launch_warps(const nib_cuda_weight *w, const act_q8 &a, float *y, int add, int act,
+                                   unsigned long long *best, cudaStream_t st) {
+    const int smem = t32_smem_bytes<F>((int)w->n_in), n_in = (int)w->n_in;
+    const dim3 grid(w->t32_grid), block(32 * W);
+    if (w->t32_pair) { /* the pair's 2 n_out interleaved rows */
+        const int rows = 2 * (int)w->n_out;
+        if (w->t32_g == 2)
+            return pdl_launch(gemv_t32<F, W, 2, true, t32_plain, TWO>, grid, block, smem, st, w->dev, a, y, n_in, rows,
+                              0, act, (unsigned long long *)NULL, t32_plain{});
+        if (w->t32_g == 4)
+            return pdl_launch(gemv_t32<F, W, 4, true, t32_plain, TWO>, grid, block, smem, st, w->dev, a, y, n_in, rows,
+                              0, act, (unsigned long long *)NULL, t32_plain{});
+        return cudaErrorInvalidValue;
+    }
+    const int n_out = (int)w->n_out;
+    if (w->t32_g == 1)
+        return pdl_launch(gemv_t32<F, W, 1, false, t32_plain, TWO>, grid, block, smem, st, w->dev, a, y, n_in, n_out,
+                          add, act, best, t32_plain{});
+    if (w->t32_g == 2)
+        return pdl_launch(gemv_t32<F, W, 2, false, t32_plain, TWO>, grid, block, smem, st, w->dev, a, y, n_in, n_out,
+                          add, act, best, t32_plain{});
+    if (w->t32_g == 4)
+        return pdl_launch(gemv_t32<F, W, 4, false, t32_plain, TWO>, grid, block, smem, st, w->dev, a, y, n_in, n_out,
+                          add, act, best, t32_plain{});
+    return cudaErrorInvalidValue;
+}
+
+template <class F, int W, int SW, int KS>
 static cudaError_t t32_launch(const nib_cuda_weight *w, const act_q8 &a, float *y, int add, int act,
                               unsigned long long *best, cudaStream_t st) {
     const int smem = t32_smem_bytes<F>((int)w->n_in), n_in = (int)w->n_in;
     if (w->t32_kernel == T32_SPLIT) {
         if (best) return cudaErrorInvalidValue; /* not reached: split rows are not LM heads */
-        return pdl_launch(gemv_t32_ks<F, T32_KS_TILES, 4>, dim3(w->t32_grid), dim3(32 * T32_KS_TILES), smem, st, w->dev,
-                          a, y, n_in, (int)w->n_out, add);
+        return pdl_launch(gemv_t32_ks<F, T32_KS_TILES, 4, KS == T32_KS_TWO>, dim3(w->t32_grid),
+                          dim3(32 * T32_KS_TILES), smem, st, w->dev, a, y, n_in, (int)w->n_out, add);
     }
     if (w->t32_kernel == T32_SEG) { /* a group a block */
         const int ss = t32_seg_smem_bytes<F>(n_in, w->t32_g), g = w->t32_g;
@@ -179,28 +239,8 @@ static cudaError_t t32_launch(const nib_cuda_weight *w, const act_q8 &a, float *
         return pdl_launch(gemv_t32_seg<F, SW, false>, sg, sb, ss, st, w->dev, a, y, n_in, (int)w->n_out,
                           add, act, g, best);
     }
-    const dim3 grid(w->t32_grid), block(32 * W);
-    if (w->t32_pair) { /* the pair's 2 n_out interleaved rows */
-        const int rows = 2 * (int)w->n_out;
-        if (w->t32_g == 2)
-            return pdl_launch(gemv_t32<F, W, 2, true>, grid, block, smem, st, w->dev, a, y, n_in, rows, 0, act,
-                              (unsigned long long *)NULL, t32_plain{});
-        if (w->t32_g == 4)
-            return pdl_launch(gemv_t32<F, W, 4, true>, grid, block, smem, st, w->dev, a, y, n_in, rows, 0, act,
-                              (unsigned long long *)NULL, t32_plain{});
-        return cudaErrorInvalidValue;
-    }
-    const int n_out = (int)w->n_out;
-    if (w->t32_g == 1)
-        return pdl_launch(gemv_t32<F, W, 1, false>, grid, block, smem, st, w->dev, a, y, n_in, n_out, add, act, best,
-                          t32_plain{});
-    if (w->t32_g == 2)
-        return pdl_launch(gemv_t32<F, W, 2, false>, grid, block, smem, st, w->dev, a, y, n_in, n_out, add, act, best,
-                          t32_plain{});
-    if (w->t32_g == 4)
-        return pdl_launch(gemv_t32<F, W, 4, false>, grid, block, smem, st, w->dev, a, y, n_in, n_out, add, act, best,
-                          t32_plain{});
-    return cudaErrorInvalidValue;
+    return w->t32_two ? t32_launch_warps<F, W, true>(w, a, y, add, act, best, st)
+                      : t32_launch_warps<F, W, false>(w, a, y, add, act, best, st);
 }
 
 /* w as t32_norm_plan took it (w->t32_norm) */
@@ -248,11 +288,13 @@ static inline bool t32_rope_fits(int64_t n_out, int g, int64_t n_warps) {
 
 /* w's groups of 2 or 4 rows (whole RoPE pairs) on its plain grid, as
  * nib_cuda_matmul_qkv_rope_ok took it; with xn the instances that do the
- * attention norm first, where XN (8-warp blocks, no codebook: Q4_0, Q4_K) */
+ * attention norm first, where XN (8-warp blocks, no codebook: Q4_0, Q4_K).
+ * Two tile buffers: a Q/K/V gives a warp one or two tiles (v98). */
 template <class F, int W, int G, class E>
 static cudaError_t t32_launch_rope_g(const nib_cuda_weight *w, const act_q8 &a, const E &r, cudaStream_t st) {
-    return pdl_launch(gemv_t32<F, W, G, false, E>, dim3(w->t32_grid), dim3(32 * W), t32_smem_bytes<F>((int)w->n_in),
-                      st, w->dev, a, (float *)NULL, (int)w->n_in, (int)w->n_out, 0, 0, (unsigned long long *)NULL, r);
+    return pdl_launch(gemv_t32<F, W, G, false, E, true>, dim3(w->t32_grid), dim3(32 * W),
+                      t32_smem_bytes<F>((int)w->n_in), st, w->dev, a, (float *)NULL, (int)w->n_in, (int)w->n_out, 0, 0,
+                      (unsigned long long *)NULL, r);
 }
 template <class F, int W, bool XN>
 static cudaError_t t32_launch_rope(const nib_cuda_weight *w, const act_q8 &a, const t32_rope &r, const t32_rope_xn *xn,
@@ -288,12 +330,13 @@ bool t32_qkv2_has(nib_type a, nib_type b, int g);
 bool t32_qkv2_plan(nib_cuda_weight *qk, const nib_cuda_weight *v, int g, nib_error *err);
 
 /* the table row NAME of format TYPE, tiled form F on blocks of W warps
- * (gemv_t32), of up to SW (gemv_t32_seg); the norm epilogue's instance where
+ * (gemv_t32), of up to SW (gemv_t32_seg); long rows as KS (T32_KS_*); the
+ * norm epilogue's instance where
  * the output projection is tiled (SQ) on 8-warp blocks (W: at most 128
  * registers); the RoPE epilogue's where the fused Q/K/V is tiled (QKV) */
 #define T32_OPS(NAME, TYPE, F, W, SW, KS, SQ, QKV)                                                              \
-    extern const t32_ops NAME = {TYPE, F::TILE, KS, SQ, QKV, t32_plan<F, W, SW>, t32_tile_launch<F>,                \
-                                 t32_launch<F, W, SW>, t32_norm_launch_of<F, SQ && W == 8>(),                      \
+    extern const t32_ops NAME = {TYPE, F::TILE, KS != T32_KS_NONE, SQ, QKV, t32_plan<F, W, SW, KS>,                \
+                                 t32_tile_launch<F>, t32_launch<F, W, SW, KS>, t32_norm_launch_of<F, SQ && W == 8>(), \
                                  t32_norm_plan_of<F, SQ && W == 8>(), t32_rope_launch_of<F, W, QKV>(),              \
                                  QKV && t32_rope_xn_on<F, W>};
 

@@ -68,7 +68,7 @@ static const qkv2_row *qkv2_get(nib_type a, nib_type b, int g) {
 
 bool t32_qkv2_has(nib_type a, nib_type b, int g) { return qkv2_get(a, b, g) != NULL; }
 
-/* A warp a V group of one tile (ONE), and the rest of the device's blocks
+/* A warp a V group of one tile, and the rest of the device's blocks
  * (at most a block per 8 Q/K groups) for the Q/K part: Llama-3-8B's 4096 x
  * 1024 Q6_K V takes 64 blocks and its 4096 x 5120 Q4_K Q/K 200 of a
  * 132-multiprocessor device's 264, so every warp takes one or two groups, as
