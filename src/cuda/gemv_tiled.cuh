@@ -923,10 +923,10 @@ gemv_t32_qkv2(const uint8_t *__restrict__ Wa, int n_a, const uint8_t *__restrict
  * group's warp sums and barrier. TWO: two buffers, the next tile asked
  * for before the dot and the one after it once the barrier is passed (121
  * registers on Q4_K against 105). One buffer was faster at the same two
- * blocks a multiprocessor for every format but two (14336 x 4096, kernel
- * lab, PDL graph: Q4_K 12.9 -> 11.6 us, Q6_K 14.6 -> 14.4, Q2_K 11.6 ->
- * 9.9); IQ2_XXS (12.6 -> 14.7) and Q3_K (13.8 -> 14.3) keep two, by their
- * table rows (bench/gpu-decode-notes.md v98). */
+ * blocks a multiprocessor for 17 formats of 20 and level for IQ1_M
+ * (14336 x 4096, kernel lab, PDL graph: Q4_K 12.9 -> 11.6 us, Q6_K 14.6 ->
+ * 14.4, Q2_K 11.6 -> 9.9); IQ2_XXS (12.6 -> 14.7) and Q3_K (13.8 -> 14.3)
+ * keep two, by their table rows (bench/gpu-decode-notes.md v98). */
 template <class F, int WARPS, int G, bool TWO>
 __global__ void __launch_bounds__(WARPS * 32)
 gemv_t32_ks(const uint8_t *__restrict__ Wt, act_q8 a, float *__restrict__ y, int n_in, int n_out, int add) {
