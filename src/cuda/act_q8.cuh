@@ -31,24 +31,17 @@ __device__ __forceinline__ void act_scale_clear(act_scale *sc, int first, int t,
     for (int i = first + t; i < ACT_SCALE_SLOTS; i += nt) sc->part[i] = 0.0;
 }
 
-/* the rule's numbers for a warp's 32 values: lane's quant q, the block's d
- * and its quants' sum (every lane) */
-__device__ __forceinline__ int quantize_warp32_q(float v, float &d, int &sum) {
+__device__ __forceinline__ void quantize_warp32(float v, int8_t *q_out, float2 *ds_out) {
     float amax = fabsf(v);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
-    d = amax / 127.0f;
+    const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     const int q = (int)roundf(v * id);
-    sum = q;
+    int sum = q;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
-    return q;
-}
-__device__ __forceinline__ void quantize_warp32(float v, int8_t *q_out, float2 *ds_out) {
-    float d;
-    int sum;
-    *q_out = (int8_t)quantize_warp32_q(v, d, sum);
+    *q_out = (int8_t)q;
     if ((threadIdx.x & 31) == 0) *ds_out = make_float2(d, d * (float)sum);
 }
 

@@ -113,22 +113,19 @@ static bool t32_seg_warps(const nib_cuda_weight *w, int g, bool glu, int *nw, in
 }
 
 /* blocks an SM of gemv_t32 on g-row groups (a gate/up pair: glu), two tile buffers or one */
+template <class F, int W, int G, bool GLU>
+static bool t32_warps_per_sm_g(bool two, int smem, int *a, nib_error *err) {
+    return two ? t32_per_sm(gemv_t32<F, W, G, GLU, t32_plain, true>, 32 * W, smem, a, err)
+               : t32_per_sm(gemv_t32<F, W, G, GLU>, 32 * W, smem, a, err);
+}
 template <class F, int W>
 static bool t32_warps_per_sm(int g, bool glu, bool two, int smem, int *a, nib_error *err) {
-    if (glu && g == 2)
-        return two ? t32_per_sm(gemv_t32<F, W, 2, true, t32_plain, true>, 32 * W, smem, a, err)
-                   : t32_per_sm(gemv_t32<F, W, 2, true>, 32 * W, smem, a, err);
     if (glu)
-        return two ? t32_per_sm(gemv_t32<F, W, 4, true, t32_plain, true>, 32 * W, smem, a, err)
-                   : t32_per_sm(gemv_t32<F, W, 4, true>, 32 * W, smem, a, err);
-    if (g == 1)
-        return two ? t32_per_sm(gemv_t32<F, W, 1, false, t32_plain, true>, 32 * W, smem, a, err)
-                   : t32_per_sm(gemv_t32<F, W, 1, false>, 32 * W, smem, a, err);
-    if (g == 2)
-        return two ? t32_per_sm(gemv_t32<F, W, 2, false, t32_plain, true>, 32 * W, smem, a, err)
-                   : t32_per_sm(gemv_t32<F, W, 2, false>, 32 * W, smem, a, err);
-    return two ? t32_per_sm(gemv_t32<F, W, 4, false, t32_plain, true>, 32 * W, smem, a, err)
-               : t32_per_sm(gemv_t32<F, W, 4, false>, 32 * W, smem, a, err);
+        return g == 2 ? t32_warps_per_sm_g<F, W, 2, true>(two, smem, a, err)
+                      : t32_warps_per_sm_g<F, W, 4, true>(two, smem, a, err);
+    return g == 1   ? t32_warps_per_sm_g<F, W, 1, false>(two, smem, a, err)
+           : g == 2 ? t32_warps_per_sm_g<F, W, 2, false>(two, smem, a, err)
+                    : t32_warps_per_sm_g<F, W, 4, false>(two, smem, a, err);
 }
 
 template <class F, int W, int SW, int KS>
@@ -331,9 +328,9 @@ bool t32_qkv2_plan(nib_cuda_weight *qk, const nib_cuda_weight *v, int g, nib_err
 
 /* the table row NAME of format TYPE, tiled form F on blocks of W warps
  * (gemv_t32), of up to SW (gemv_t32_seg); long rows as KS (T32_KS_*); the
- * norm epilogue's instance where
- * the output projection is tiled (SQ) on 8-warp blocks (W: at most 128
- * registers); the RoPE epilogue's where the fused Q/K/V is tiled (QKV) */
+ * norm epilogue's instance where the output projection is tiled (SQ) on
+ * 8-warp blocks (W: at most 128 registers); the RoPE epilogue's where the
+ * fused Q/K/V is tiled (QKV) */
 #define T32_OPS(NAME, TYPE, F, W, SW, KS, SQ, QKV)                                                              \
     extern const t32_ops NAME = {TYPE, F::TILE, KS != T32_KS_NONE, SQ, QKV, t32_plan<F, W, SW, KS>,                \
                                  t32_tile_launch<F>, t32_launch<F, W, SW, KS>, t32_norm_launch_of<F, SQ && W == 8>(), \
