@@ -8,7 +8,8 @@
  * than 1% with the split kernel: bench/gpu-decode-notes.md v55, v65, v67;
  * with iq4_word_dot the two were level, 499.4 against 497.2 t/s, v72; in v79
  * IQ4_XS level again, Q2_K's file -16.4% and Q3_K_M's -0.5% without the
- * split kernel). Fifth column: gemv_t32_seg's warps a block at most, 12 for
+ * split kernel; on its one tile buffer the split kernel still lost, Q4_0's
+ * file -0.8% and IQ4_XS's -0.7%, v99). Fifth column: gemv_t32_seg's warps a block at most, 12 for
  * Q6_K alone (gemv_tiled_ops.cuh, T32_SEG_WARPS_WIDE). Seventh column: the
  * about square matrices (the output projection) tiled, but for Q4_0, whose
  * 8B file decoded 1.1% faster with its output projections on the item
