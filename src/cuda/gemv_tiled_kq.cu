@@ -9,13 +9,14 @@
  * with iq4_word_dot the two were level, 499.4 against 497.2 t/s, v72; in v79
  * IQ4_XS level again, Q2_K's file -16.4% and Q3_K_M's -0.5% without the
  * split kernel; on its one tile buffer the split kernel still lost, Q4_0's
- * file -0.8% and IQ4_XS's -0.7%, v99). Fifth column: gemv_t32_seg's warps a block at most, 12 for
- * Q6_K alone (gemv_tiled_ops.cuh, T32_SEG_WARPS_WIDE). Seventh column: the
- * about square matrices (the output projection) tiled, but for Q4_0, whose
- * 8B file decoded 1.1% faster with its output projections on the item
- * kernels (v75; v79 with them untiled: Q2_K -3.3%, Q3_K_M -2.1%, IQ4_XS
- * -0.6%). Last column: the fused Q/K/V matrix tiled too, for Q4_0 and Q4_K
- * (8B tg128 +1.0% and +0.8%, v71); the others keep the item kernels there. */
+ * file -0.8% and IQ4_XS's -0.7%, v99). Fifth column: gemv_t32_seg's warps a
+ * block at most, 12 for Q6_K alone (gemv_tiled_ops.cuh, T32_SEG_WARPS_WIDE).
+ * Seventh column: the about square matrices (the output projection) tiled,
+ * but for Q4_0, whose 8B file decoded 1.1% faster with its output
+ * projections on the item kernels (v75; v79 with them untiled: Q2_K -3.3%,
+ * Q3_K_M -2.1%, IQ4_XS -0.6%). Last column: the fused Q/K/V matrix tiled
+ * too, for Q4_0 and Q4_K (8B tg128 +1.0% and +0.8%, v71); the others keep
+ * the item kernels there. */
 #include "cuda/gemv_tiled_ops.cuh"
 
 T32_OPS(t32_ops_q4_0, NIB_TYPE_Q4_0, t32_q4_0, 8, T32_SEG_WARPS, T32_KS_NONE, false, true)

@@ -2,13 +2,15 @@
  * IQ4_NL and MXFP4 (gemv_tiled_legacy.cuh): 8 warps a block, as Q4_0's. Long
  * rows: the split kernel on its one tile buffer for Q4_1, Q5_1, IQ4_NL and
  * MXFP4, the item kernels' split K for Q5_0, by the 8B files' decode speed
- * with the one choice switched in one run (bench/gpu-decode-notes.md v99,
- * tg128, item split -> split kernel: Q4_1 +0.9%, IQ4_NL +1.3%, MXFP4 +0.3%).
- * With two tile buffers the split kernel had lost for Q4_1 (-1.8%), Q5_0
- * (-1.3%), IQ4_NL and MXFP4 (down +4.2% and +4.6% on the item kernels) and
- * won for Q5_1 (+2.2%; v67, v75). Seventh column: the output projections
- * tiled, by the same measurement (v75, item kernels: IQ4_NL +2.0%, MXFP4
- * +2.2%, Q5_0 +2.6%, Q5_1 +1.2%, Q4_1 -0.9%; Q4_1 -1.1% again in v79). */
+ * with that one choice switched in one run: Q5_1 with two tile buffers
+ * (+2.2%, bench/gpu-decode-notes.md v67; one buffer since v98, lab 17.5 ->
+ * 15.4 us), the others with one (v99, item split -> split kernel: Q4_1
+ * +0.9%, IQ4_NL +1.3%, MXFP4 +0.3%). With two buffers the split kernel had
+ * lost for Q4_1 (-1.8%), Q5_0 (-1.3%), IQ4_NL and MXFP4 (their downs +4.2%
+ * and +4.6% on the item kernels; v67, v75). Seventh column: the output
+ * projections tiled, by the same measurement (v75, item kernels: IQ4_NL
+ * +2.0%, MXFP4 +2.2%, Q5_0 +2.6%, Q5_1 +1.2%, Q4_1 -0.9%; Q4_1 -1.1% again
+ * in v79). */
 #include "cuda/gemv_tiled_legacy.cuh"
 #include "cuda/gemv_tiled_ops.cuh"
 
