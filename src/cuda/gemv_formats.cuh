@@ -27,6 +27,7 @@
 
 #include "cuda/act_q8.cuh"
 #include "cuda/gpu_layout.h"
+#include "cuda/ld_weights.cuh"
 #include "quant/blocks.h"
 
 /* ---- small device helpers ------------------------------------------------------- */
@@ -34,12 +35,13 @@
 __device__ __forceinline__ float h2f(uint32_t bits) { return __half2float(__ushort_as_half((unsigned short)(bits & 0xFFFFu))); }
 
 /* Where a dot's weight words come from (L of the dots that take one):
- * global memory through the read-only path, for the kernels that load their
- * own weights, or shared memory, for the staged kernel (gemv_stream.cuh),
- * whose weights arrive there by bulk copy. */
+ * global memory through the read-only path with L2's evict-first policy
+ * (ld_weights.cuh), for the kernels that load their own weights, or shared
+ * memory, for the staged kernel (gemv_stream.cuh), whose weights arrive there
+ * by bulk copy. */
 struct ld_global {
     template <class T>
-    static __device__ __forceinline__ T ld(const T *p) { return __ldg(p); }
+    static __device__ __forceinline__ T ld(const T *p) { return ldw(p); }
 };
 struct ld_shared {
     template <class T>
@@ -507,7 +509,7 @@ struct fmt_q3_K {
         load_words(b + 32 + 32 * hh, qs);
         load_words(b, hm);
         load_words(b + 96, s);
-        const float d = h2f(__ldg((const unsigned short *)(b + 108)));
+        const float d = h2f(ldw((const unsigned short *)(b + 108)));
         /* scales i = 0..3 in sc[0]'s bytes, 4..7 in sc[1]'s, as signed bytes */
         const uint32_t hi = s[2] >> (4 * hh);
         uint32_t sc[2];
@@ -579,12 +581,12 @@ struct fmt_iq4_xs {
      * the split-K 14336 x 4096 18.9 -> 16.5, LM head 123.3 -> 113.7) */
     static __device__ __forceinline__ W load(const uint8_t *b, int c) {
         W r;
-        const uint2 h = __ldg((const uint2 *)b);
+        const uint2 h = ldw((const uint2 *)b);
         r.hdr[0] = h.x, r.hdr[1] = h.y;
         const uint2 *q = (const uint2 *)(b + 8 + 32 * c);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const uint2 v = __ldg(q + i);
+            const uint2 v = ldw(q + i);
             r.q[2 * i] = v.x, r.q[2 * i + 1] = v.y;
         }
         return r;

@@ -44,7 +44,7 @@
 /* ---- helpers ------------------------------------------------------------------------ */
 
 /* fp16 at an even offset of a 2-byte aligned block */
-__device__ __forceinline__ float h2f_at(const uint8_t *p) { return h2f(__ldg((const unsigned short *)p)); }
+__device__ __forceinline__ float h2f_at(const uint8_t *p) { return h2f(ldw((const unsigned short *)p)); }
 
 /* the sign byte of a group of 8 from its 7 stored bits (XXS/XS): bit 7 makes
  * the number of set bits even (quant/q_iq.c even_signs) */
@@ -126,7 +126,7 @@ struct fmt_iq2_xs_t {
             const uint2 pt = book::at(iq2xs_grid_dev.v, q & 511u);
             sum[g >> 1] = iq_group_dot(pt.x, pt.y, iq_even_signs(q >> 9), a[2 * g], a[2 * g + 1], sum[g >> 1]);
         }
-        const int sc = (int)__ldg(b + 66 + ib);
+        const int sc = (int)ldw(b + 66 + ib);
         const int isum = (2 * (sc & 15) + 1) * sum[0] + (2 * (sc >> 4) + 1) * sum[1];
         return 0.125f * h2f_at(b) * (__ldg(&ds[ib].x) * (float)isum);
     }
@@ -144,7 +144,7 @@ struct fmt_iq2_s_t {
         uint32_t idx[1], sgn[1];
         load_words(b + 2 + 4 * ib, idx);
         load_words(b + 34 + 4 * ib, sgn);
-        const uint32_t qh = __ldg(b + 66 + ib), sc = __ldg(b + 74 + ib);
+        const uint32_t qh = ldw(b + 66 + ib), sc = ldw(b + 74 + ib);
         int a[8];
         load_act32(xq + 32 * ib, a);
         int sum[2] = {0, 0};
@@ -199,8 +199,8 @@ struct fmt_iq3_s_t {
         uint32_t idx[2], sgn[1];
         load_words(b + 2 + 8 * ib, idx);
         load_words(b + 74 + 4 * ib, sgn);
-        const uint32_t qh = __ldg(b + 66 + ib);
-        const int ls = 2 * (int)((__ldg(b + 106 + ib / 2) >> (4 * (ib & 1))) & 15u) + 1;
+        const uint32_t qh = ldw(b + 66 + ib);
+        const int ls = 2 * (int)((ldw(b + 106 + ib / 2) >> (4 * (ib & 1))) & 15u) + 1;
         int a[8];
         load_act32(xq + 32 * ib, a);
         int sumi = 0;
@@ -240,7 +240,7 @@ struct fmt_iq1_s_t {
     static __device__ __forceinline__ float dot(const uint8_t *b, int ib, const int8_t *xq, const float2 *ds) {
         uint32_t qs[1];
         load_words(b + 2 + 4 * ib, qs);
-        const uint32_t h = __ldg((const unsigned short *)(b + 34 + 2 * ib));
+        const uint32_t h = ldw((const unsigned short *)(b + 34 + 2 * ib));
         int a[8];
         load_act32(xq + 32 * ib, a);
         int isum = 0;
@@ -268,7 +268,7 @@ struct fmt_iq1_m_t {
         uint32_t qs[1], sc[2];
         load_words_a4(b + 4 * ib, qs);
         load_words_a4(b + 48, sc);
-        const uint32_t qh = __ldg((const unsigned short *)(b + 32 + 2 * ib));
+        const uint32_t qh = ldw((const unsigned short *)(b + 32 + 2 * ib));
         const uint32_t dbits = (sc[0] >> 12 & 0xFu) | (sc[0] >> 28) << 4 | (sc[1] >> 12 & 0xFu) << 8 | (sc[1] >> 28) << 12;
         /* u16 word ib/2 of the four: half (ib/2)%2 of sc[ib/4] (selects keep sc[] in registers) */
         const uint32_t pair = ib >> 2 ? sc[1] : sc[0];
@@ -343,14 +343,14 @@ gemv_f32(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restric
         if (VEC) {
 #pragma unroll 4
             for (int i = 4 * lane; i < n_in; i += 128) {
-                const float4 w = __ldg((const float4 *)(wr + i)), xx = __ldg((const float4 *)(x + i));
+                const float4 w = ldw((const float4 *)(wr + i)), xx = __ldg((const float4 *)(x + i));
                 acc = fmaf(w.x, xx.x, acc);
                 acc = fmaf(w.y, xx.y, acc);
                 acc = fmaf(w.z, xx.z, acc);
                 acc = fmaf(w.w, xx.w, acc);
             }
         } else {
-            for (int i = lane; i < n_in; i += 32) acc = fmaf(__ldg(wr + i), __ldg(x + i), acc);
+            for (int i = lane; i < n_in; i += 32) acc = fmaf(ldw(wr + i), __ldg(x + i), acc);
         }
         acc = warp_sum(acc);
         if (lane == 0) {

@@ -213,7 +213,8 @@ __device__ __forceinline__ void load_ahead(const uint8_t *const (&wr)[R], int n_
  * before the first dot. (A guarded `#pragma unroll U` loop ran its remainder
  * one item at a time: a 4096-wide Q4_K row has 2 items per lane, so every row
  * took two dependent memory round trips.) The NT dots of an item read the
- * same weight words, which the compiler loads once (__ldg loads are pure), as
+ * same weight words, which the compiler loads once (weight loads are pure:
+ * ld_weights.cuh), as
  * the R rows share the activation loads. Lanes add their items in index
  * order whatever U, R and NT are, so every variant gives the same bits. */
 template <class F, int R, int U, int NT, int LANES = 32>
@@ -549,7 +550,7 @@ gemv_f16(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restric
 #pragma unroll
                 for (int u = 0; u < U; u++) {
                     const int i = min(i0 + 256 * u, n_in - 8);
-                    w[u] = __ldg((const uint4 *)(wr + i));
+                    w[u] = ldw((const uint4 *)(wr + i));
                     x0[u] = __ldg((const float4 *)(x + i)), x1[u] = __ldg((const float4 *)(x + i + 4));
                 }
 #pragma unroll
@@ -558,7 +559,7 @@ gemv_f16(const uint8_t *__restrict__ W, size_t row_bytes, const float *__restric
             }
         } else {
             for (int i = lane; i < n_in; i += 32) {
-                const uint32_t h = __ldg(wr + i);
+                const uint32_t h = ldw(wr + i);
                 acc = fmaf(BF16 ? __uint_as_float(h << 16) : h2f(h), __ldg(x + i), acc);
             }
         }

@@ -61,13 +61,14 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
             : "memory"));
     } while (!done);
 }
-/* bytes (a multiple of 16) from global src to shared dst (both 16-byte
- * aligned), completing on bar */
+/* bytes (a multiple of 16) of weights from global src to shared dst (both
+ * 16-byte aligned), completing on bar; evict-first in L2 (ld_weights.cuh) */
 __device__ __forceinline__ void bulk_copy(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
-    NIB_BULK(asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-                              "r"(smem_u32(dst)),
-                          "l"(src), "r"(bytes), "r"(smem_u32(bar))
-                          : "memory"));
+    NIB_BULK(asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::
+            "r"(smem_u32(dst)),
+        "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(ldw_policy())
+        : "memory"));
 }
 
 /* A block's start on a tiled stream: thread 0 sets up the ST stage

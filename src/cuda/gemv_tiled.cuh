@@ -513,11 +513,11 @@ template <class F>
 __device__ __forceinline__ void t32_load(const uint8_t *__restrict__ Wt, size_t t, int lane, t32_w<F::CH, F::SIDE> &w) {
     const uint8_t *p = Wt + t * F::TILE;
 #pragma unroll
-    for (int c = 0; c < F::CH; c++) w.c[c] = __ldg((const uint4 *)(p + 512 * c) + lane);
-    if (F::SIDE == 2) w.s[0] = __ldg((const unsigned short *)(p + F::CH * 512) + lane);
-    if (F::SIDE == 4) w.s[0] = __ldg((const uint32_t *)(p + F::CH * 512) + lane);
+    for (int c = 0; c < F::CH; c++) w.c[c] = ldw((const uint4 *)(p + 512 * c) + lane);
+    if (F::SIDE == 2) w.s[0] = ldw((const unsigned short *)(p + F::CH * 512) + lane);
+    if (F::SIDE == 4) w.s[0] = ldw((const uint32_t *)(p + F::CH * 512) + lane);
     if (F::SIDE == 8) {
-        const uint2 v = __ldg((const uint2 *)(p + F::CH * 512) + lane);
+        const uint2 v = ldw((const uint2 *)(p + F::CH * 512) + lane);
         w.s[0] = v.x, w.s[F::SIDE > 4 ? 1 : 0] = v.y;
     }
 }
