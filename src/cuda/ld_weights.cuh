@@ -14,8 +14,11 @@
  *
  * The asm is not volatile: like __ldg, a load of constant weights is pure,
  * so the compiler may merge equal loads (the item kernels rely on it,
- * gemv_kernels.cuh) and hoist them above pdl_wait. The policy is made by
- * one createpolicy, which the compiler shares among a kernel's loads. */
+ * gemv_kernels.cuh) and hoist them above pdl_wait. The policy is a 64-bit
+ * register made by createpolicy, an instruction without memory access; the
+ * compiler merges some of them (the PTX of a tiled kernel holds 7 to 29,
+ * about one for two loads) and the 8B's tiled kernels' registers did not
+ * change. */
 #ifndef NIB_CUDA_LD_WEIGHTS_CUH
 #define NIB_CUDA_LD_WEIGHTS_CUH
 
