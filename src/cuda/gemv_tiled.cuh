@@ -647,13 +647,30 @@ constexpr bool t32_is = std::is_same<E, T>::value;
  * summed in another order than the norm kernel's, so the scale may differ
  * from its by an ulp of a double before the rounding to float). Thread t
  * takes elements 1024 k + 4 t .. + 3 of pass k, so 8 lanes quantize a
- * 32-element block (quantize_lanes8x4) with 6 shuffles for 4 values a
- * lane: a warp's own shuffles for each 32 values (quantize_warp32's 10,
- * and 10 more for each run's sum in double, ~450 a warp) cost the
- * Llama-3-8B step 10% (bench/gpu-decode-notes.md v97). 256 threads; n a
- * multiple of 1024, at most 1024 * T32_XN_PASS; the norm weight wn loaded
- * before pdl_wait. Ends with a barrier. */
+ * 32-element block (quantize_lanes8x4's arithmetic) with 6 shuffles for 4
+ * values a lane: a warp's own shuffles for each 32 values (quantize_warp32's
+ * 10, and 10 more for each run's sum in double, ~450 a warp) cost the
+ * Llama-3-8B step 10% (bench/gpu-decode-notes.md v97). Every block runs
+ * this on the whole row before its first dot, so its latency is the Q/K/V's
+ * (v108: ~0.85 us a layer over a plain fill): the passes' shuffles go level
+ * by level, all passes at each level (shfl.sync keeps program order, so
+ * pass by pass they were four chains of six end to end), with the full
+ * mask (an 8-lane group's mask made the compiler check convergence before
+ * each), and roundf on the FP32 pipe (t32_round_away; the conversion unit
+ * gives 16 results a clock a multiprocessor, and the squares' conversions to
+ * double need it too): Llama-3-8B Q4_K_M tg128 +1.2% (v108). 256 threads;
+ * n a multiple of 1024, at most 1024 * T32_XN_PASS; the norm weight wn
+ * loaded before pdl_wait. Ends with a barrier. */
 #define T32_XN_PASS 4
+/* (int)roundf(y) for |y| < 2^22 on the FP32 pipe: |y| + 0.5 rounded down
+ * keeps floor(|y| + 0.5) (integers are representable), and adding 2^23
+ * rounded down leaves that floor in the low mantissa bits (checked against
+ * roundf for every float of magnitude up to 132; a quant's |y| is at most
+ * 127 and a little). */
+__device__ __forceinline__ int t32_round_away(float y) {
+    const int m = __float_as_int(__fadd_rd(__fadd_rd(fabsf(y), 0.5f), 8388608.0f)) - 0x4B000000;
+    return y < 0.0f ? -m : m;
+}
 template <class F>
 __device__ __forceinline__ double t32_fill_xn(uint8_t *act, const float *__restrict__ x,
                                               const float4 (&wn)[T32_XN_PASS], int n, float eps, int lane) {
@@ -664,31 +681,65 @@ __device__ __forceinline__ double t32_fill_xn(uint8_t *act, const float *__restr
 #pragma unroll
     for (int k = 0; k < T32_XN_PASS; k++)
         xv[k] = k < np ? *(const float4 *)(x + 1024 * k + 4 * t) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    /* quantize_lanes8x4_q's arithmetic on each value, pass by pass, so the
+     * same bits; its shuffles level by level across the passes (above).
+     * Passes past np run on zeros and store nothing. */
     double ss = 0.0;
+    float4 m[T32_XN_PASS];
+    float amax[T32_XN_PASS];
+#pragma unroll
+    for (int k = 0; k < T32_XN_PASS; k++) {
+        const float4 v = xv[k];
+        if (k < np)
+            ss += (double)v.x * (double)v.x + (double)v.y * (double)v.y + (double)v.z * (double)v.z +
+                  (double)v.w * (double)v.w;
+        m[k] = make_float4(__fmul_rn(v.x, wn[k].x), __fmul_rn(v.y, wn[k].y), __fmul_rn(v.z, wn[k].z),
+                           __fmul_rn(v.w, wn[k].w));
+        amax[k] = fmaxf(fmaxf(fabsf(m[k].x), fabsf(m[k].y)), fmaxf(fabsf(m[k].z), fabsf(m[k].w)));
+    }
+    /* the row's squares: the warp's sum (levels 16, 8, 4 beside the maxima's) */
+#pragma unroll
+    for (int o = 4; o > 0; o >>= 1) {
+        ss += __shfl_xor_sync(0xFFFFFFFFu, ss, 4 * o);
+#pragma unroll
+        for (int k = 0; k < T32_XN_PASS; k++) amax[k] = fmaxf(amax[k], __shfl_xor_sync(0xFFFFFFFFu, amax[k], o));
+    }
+    float d[T32_XN_PASS];
+    int sum[T32_XN_PASS];
+    char4 q[T32_XN_PASS];
+#pragma unroll
+    for (int k = 0; k < T32_XN_PASS; k++) { /* quantize_lanes8x4_q's arithmetic */
+        d[k] = amax[k] / 127.0f;
+        const float id = d[k] != 0.0f ? 1.0f / d[k] : 0.0f;
+        const int q0 = t32_round_away(m[k].x * id), q1 = t32_round_away(m[k].y * id),
+                  q2 = t32_round_away(m[k].z * id), q3 = t32_round_away(m[k].w * id);
+        sum[k] = q0 + q1 + q2 + q3;
+        q[k] = make_char4((signed char)q0, (signed char)q1, (signed char)q2, (signed char)q3);
+    }
+#pragma unroll
+    for (int o = 4; o > 0; o >>= 1) {
+        if (o >= 2) ss += __shfl_xor_sync(0xFFFFFFFFu, ss, o / 2); /* levels 2, 1 */
+#pragma unroll
+        for (int k = 0; k < T32_XN_PASS; k++) sum[k] += __shfl_xor_sync(0xFFFFFFFFu, sum[k], o);
+    }
+    int s16[T32_XN_PASS];
+    if (F::SUMS16) {
+#pragma unroll
+        for (int k = 0; k < T32_XN_PASS; k++) s16[k] = (int)q[k].x + (int)q[k].y + (int)q[k].z + (int)q[k].w;
+#pragma unroll
+        for (int o = 1; o <= 2; o <<= 1)
+#pragma unroll
+            for (int k = 0; k < T32_XN_PASS; k++) s16[k] += __shfl_xor_sync(0xFFFFFFFFu, s16[k], o);
+    }
 #pragma unroll
     for (int k = 0; k < T32_XN_PASS; k++) {
         if (k >= np) break;
-        const float4 v = xv[k];
-        ss += (double)v.x * (double)v.x + (double)v.y * (double)v.y + (double)v.z * (double)v.z +
-              (double)v.w * (double)v.w;
-        const float4 m = make_float4(__fmul_rn(v.x, wn[k].x), __fmul_rn(v.y, wn[k].y), __fmul_rn(v.z, wn[k].z),
-                                     __fmul_rn(v.w, wn[k].w));
-        float d;
-        int sum;
-        const char4 q = quantize_lanes8x4_q(m, d, sum);
         const int e = 1024 * k + 4 * t, in = e % 256; /* the element, its place in its 256-element block */
         uint8_t *o = act + (e / 256) * F::ACT;
-        *(char4 *)(o + in) = q;
-        if ((lane & 7) == 0) *(float2 *)(o + 256 + 8 * (in / 32)) = make_float2(d, d * (float)sum);
-        if (F::SUMS16) {
-            int s16 = (int)q.x + (int)q.y + (int)q.z + (int)q.w;
-            s16 += __shfl_xor_sync(0xFFFFFFFFu, s16, 1);
-            s16 += __shfl_xor_sync(0xFFFFFFFFu, s16, 2);
-            if ((lane & 3) == 0) *(int *)(o + 320 + 4 * (in / 16)) = s16;
-        }
+        *(char4 *)(o + in) = q[k];
+        if ((lane & 7) == 0) *(float2 *)(o + 256 + 8 * (in / 32)) = make_float2(d[k], d[k] * (float)sum[k]);
+        if (F::SUMS16 && (lane & 3) == 0) *(int *)(o + 320 + 4 * (in / 16)) = s16[k];
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xFFFFFFFFu, ss, o);
     if (lane == 0) ssp[t >> 5] = ss;
     __syncthreads();
     double part = 0.0;
