@@ -56,17 +56,13 @@ __device__ __forceinline__ uint8_t ldw(const uint8_t *p) {
     asm("ld.global.nc.L2::cache_hint.u8 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(ldw_policy()));
     return (uint8_t)v;
 }
+/* Floats travel as their bits: the same load instruction, no second asm. */
 __device__ __forceinline__ float ldw(const float *p) {
-    float v;
-    asm("ld.global.nc.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v) : "l"(p), "l"(ldw_policy()));
-    return v;
+    return __uint_as_float(ldw(reinterpret_cast<const uint32_t *>(p)));
 }
 __device__ __forceinline__ float4 ldw(const float4 *p) {
-    float4 v;
-    asm("ld.global.nc.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
-        : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-        : "l"(p), "l"(ldw_policy()));
-    return v;
+    const uint4 v = ldw(reinterpret_cast<const uint4 *>(p));
+    return make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z), __uint_as_float(v.w));
 }
 
 #endif
