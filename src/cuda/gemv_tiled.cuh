@@ -656,21 +656,12 @@ constexpr bool t32_is = std::is_same<E, T>::value;
  * by level, all passes at each level (shfl.sync keeps program order, so
  * pass by pass they were four chains of six end to end), with the full
  * mask (an 8-lane group's mask made the compiler check convergence before
- * each), and roundf on the FP32 pipe (t32_round_away; the conversion unit
+ * each), and roundf on the FP32 pipe (round_away_fp32; the conversion unit
  * gives 16 results a clock a multiprocessor, and the squares' conversions to
  * double need it too): Llama-3-8B Q4_K_M tg128 +1.2% (v108). 256 threads;
  * n a multiple of 1024, at most 1024 * T32_XN_PASS; the norm weight wn
  * loaded before pdl_wait. Ends with a barrier. */
 #define T32_XN_PASS 4
-/* (int)roundf(y) for |y| < 2^22 on the FP32 pipe: |y| + 0.5 rounded down
- * keeps floor(|y| + 0.5) (integers are representable), and adding 2^23
- * rounded down leaves that floor in the low mantissa bits (checked against
- * roundf for every float of magnitude up to 132; a quant's |y| is at most
- * 127 and a little). */
-__device__ __forceinline__ int t32_round_away(float y) {
-    const int m = __float_as_int(__fadd_rd(__fadd_rd(fabsf(y), 0.5f), 8388608.0f)) - 0x4B000000;
-    return y < 0.0f ? -m : m;
-}
 template <class F>
 __device__ __forceinline__ double t32_fill_xn(uint8_t *act, const float *__restrict__ x,
                                               const float4 (&wn)[T32_XN_PASS], int n, float eps, int lane) {
@@ -695,7 +686,7 @@ __device__ __forceinline__ double t32_fill_xn(uint8_t *act, const float *__restr
                   (double)v.w * (double)v.w;
         m[k] = make_float4(__fmul_rn(v.x, wn[k].x), __fmul_rn(v.y, wn[k].y), __fmul_rn(v.z, wn[k].z),
                            __fmul_rn(v.w, wn[k].w));
-        amax[k] = fmaxf(fmaxf(fabsf(m[k].x), fabsf(m[k].y)), fmaxf(fabsf(m[k].z), fabsf(m[k].w)));
+        amax[k] = amax4(m[k]);
     }
     /* the row's squares: the warp's sum (levels 16, 8, 4 beside the maxima's) */
 #pragma unroll
@@ -708,14 +699,7 @@ __device__ __forceinline__ double t32_fill_xn(uint8_t *act, const float *__restr
     int sum[T32_XN_PASS];
     char4 q[T32_XN_PASS];
 #pragma unroll
-    for (int k = 0; k < T32_XN_PASS; k++) { /* quantize_lanes8x4_q's arithmetic */
-        d[k] = amax[k] / 127.0f;
-        const float id = d[k] != 0.0f ? 1.0f / d[k] : 0.0f;
-        const int q0 = t32_round_away(m[k].x * id), q1 = t32_round_away(m[k].y * id),
-                  q2 = t32_round_away(m[k].z * id), q3 = t32_round_away(m[k].w * id);
-        sum[k] = q0 + q1 + q2 + q3;
-        q[k] = make_char4((signed char)q0, (signed char)q1, (signed char)q2, (signed char)q3);
-    }
+    for (int k = 0; k < T32_XN_PASS; k++) q[k] = quantize4_from_amax<true>(m[k], amax[k], d[k], sum[k]);
 #pragma unroll
     for (int o = 4; o > 0; o >>= 1) {
         if (o >= 2) ss += __shfl_xor_sync(0xFFFFFFFFu, ss, o / 2); /* levels 2, 1 */
