@@ -120,6 +120,9 @@ expect_cli "context_length 0 and no -c" "fail:context_length is 0: give a contex
     run "$corpus/m-context-length-0.gguf" -p hi
 expect_cli "no model given" "fail:no model file given" -- run -p hi
 expect_cli "two models given" "fail:unexpected argument" -- run "$tiny" "$tiny" -p hi
+expect_cli "the model as -m (llama.cpp's spelling)" "ok:nib: loading $tiny" -- run -m "$tiny" -n 2 --temp 0 -p hi
+expect_cli "-m after a positional model" "fail:unexpected model '$tiny' \\(the model is already" -- run "$tiny" -m "$tiny" -p hi
+expect_cli "a positional model after -m" "fail:unexpected argument" -- run -m "$tiny" "$tiny" -p hi
 expect_cli "negative token count" "fail:-n must be a number in \[0, " -- run "$tiny" -n -1 -p hi
 expect_cli "token count not a number" "fail:-n must be a number" -- run "$tiny" -n 12abc -p hi
 expect_cli "token count past int32" "fail:-n must be a number" -- run "$tiny" -n 99999999999999999999 -p hi

@@ -15,6 +15,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: nib tokenize MODEL.gguf (-p TEXT | -f FILE) [options]\n"
+            "  -m FILE               the model file, as the positional MODEL\n"
             "  -p TEXT               text to tokenize\n"
             "  -f FILE               read the text from FILE (bytes as they are)\n"
             "  --pieces              one token per line: id and the bytes it stands for\n"
@@ -90,6 +91,8 @@ int cmd_tokenize(int argc, char **argv) {
             text = argv[++i];
         } else if ((!strcmp(a, "-f") || !strcmp(a, "--file")) && i + 1 < argc) {
             file = argv[++i];
+        } else if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && i + 1 < argc && !model) {
+            model = argv[++i];
         } else if (!strcmp(a, "--pieces")) {
             pieces = true;
         } else if (!strcmp(a, "--no-bos")) {

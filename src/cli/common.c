@@ -44,6 +44,7 @@ typedef struct flag {
 #define OFF(f) offsetof(cli_opts, f)
 /* The one table of flags. To add one: a field in cli_opts, a row here. */
 static const flag flags[] = {
+    {"-m", "--model", CLI_F_MODEL, ARG_STR, OFF(model), 0, 0, "the model file, as the positional MODEL (llama.cpp's spelling)"},
     {"-p", "--prompt", CLI_F_PROMPT, ARG_STR, OFF(prompt), 0, 0, "prompt text"},
     {"-f", "--file", CLI_F_PROMPT, ARG_STR, OFF(prompt_file), 0, 0, "read the prompt from FILE (- for stdin)"},
     {NULL, "--echo", CLI_F_PROMPT, ARG_NONE, OFF(echo), 0, 0, "print the prompt before the generated text"},
@@ -77,6 +78,7 @@ static const flag flags[] = {
 };
 
 void cli_print_flags(FILE *f, unsigned groups) {
+    groups |= CLI_F_MODEL;
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         const flag *fl = &flags[i];
         if (!(fl->group & groups)) continue;
@@ -88,6 +90,7 @@ void cli_print_flags(FILE *f, unsigned groups) {
 }
 
 int cli_parse(cli_opts *o, int argc, char **argv, unsigned groups, void (*usage)(FILE *f)) {
+    groups |= CLI_F_MODEL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -131,6 +134,10 @@ int cli_parse(cli_opts *o, int argc, char **argv, unsigned groups, void (*usage)
             }
             o->stops[o->n_stops++] = v;
         } else if (fl->kind == ARG_STR) {
+            if (fl->offset == OFF(model) && o->model) {
+                fprintf(stderr, "nib %s: unexpected model '%s' (the model is already '%s')\n", argv[0], v, o->model);
+                return 2;
+            }
             *(const char **)field = v;
         } else if (fl->kind == ARG_U64) {
             unsigned long long x = strtoull(v, &end, 0);

@@ -15,7 +15,7 @@
 #define CLI_MAX_STOPS 8
 
 typedef struct cli_opts {
-    const char *model;        /* the positional MODEL argument */
+    const char *model;        /* the positional MODEL argument, or -m */
     const char *prompt;       /* -p */
     const char *prompt_file;  /* -f FILE ("-" = stdin) */
     const char *system;       /* --system (chat) */
@@ -41,6 +41,7 @@ enum {
     CLI_F_CHAT = 1 << 3,     /* --system --chat-template */
     CLI_F_BENCH = 1 << 4,    /* -p N -n N -r N -d N --json (bench's own meanings) */
     CLI_F_TOKENIZE = 1 << 5, /* --pieces */
+    CLI_F_MODEL = 1 << 6,    /* -m (every command that parses with cli_parse) */
 };
 
 void cli_opts_init(cli_opts *o);
