@@ -123,18 +123,23 @@ expect_cli "two models given" "fail:unexpected argument" -- run "$tiny" "$tiny" 
 expect_cli "the model as -m (llama.cpp's spelling)" "ok:nib: loading $tiny" -- run -m "$tiny" -n 2 --temp 0 -p hi
 expect_cli "-m after a positional model" "fail:unexpected model '$tiny' \\(the model is already" -- run "$tiny" -m "$tiny" -p hi
 expect_cli "a positional model after -m" "fail:unexpected argument" -- run -m "$tiny" "$tiny" -p hi
-expect_cli "negative token count" "fail:-n must be a number in \[0, " -- run "$tiny" -n -1 -p hi
-expect_cli "token count not a number" "fail:-n must be a number" -- run "$tiny" -n 12abc -p hi
-expect_cli "token count past int32" "fail:-n must be a number" -- run "$tiny" -n 99999999999999999999 -p hi
-expect_cli "negative context" "fail:-c must be a number in \[1, " -- run "$tiny" -c -5 -p hi
-expect_cli "zero threads" "fail:-t must be a number in \[1, " -- run "$tiny" -t 0 -p hi
-expect_cli "negative batch" "fail:-b must be a number in \[1, " -- run "$tiny" -b -1 -p hi
+expect_cli "-ngl 0 (llama.cpp's spelling) runs on the CPU" "ok:nib: loading" -- run "$tiny" -ngl 0 -n 2 --temp 0 -p hi
+expect_cli "-ngl 99: the GPU, or the CPU saying why" "ok:(no usable GPU \\(.+\\); running on the CPU|running on the GPU)" -- \
+    run "$tiny" -ngl 99 -n 2 --temp 0 -p hi
+expect_cli "-ngl and --device together" "fail:give -ngl or --device, not both" -- run "$tiny" -ngl 0 --device cpu -p hi
+expect_cli "-ngl below -1" "fail:-ngl must be an integer in \\[-1, 1048576\\], got '-2'" -- run "$tiny" -ngl -2 -p hi
+expect_cli "negative token count" "fail:-n must be an integer in \[0, " -- run "$tiny" -n -1 -p hi
+expect_cli "token count not a number" "fail:-n must be an integer" -- run "$tiny" -n 12abc -p hi
+expect_cli "token count past int32" "fail:-n must be an integer" -- run "$tiny" -n 99999999999999999999 -p hi
+expect_cli "negative context" "fail:-c must be an integer in \[1, " -- run "$tiny" -c -5 -p hi
+expect_cli "zero threads" "fail:-t must be an integer in \[1, " -- run "$tiny" -t 0 -p hi
+expect_cli "negative batch" "fail:-b must be an integer in \[1, " -- run "$tiny" -b -1 -p hi
 expect_cli "temperature below 0" "fail:--temp must be a number in \[0, 100\]" -- run "$tiny" --temp -0.5 -p hi
 expect_cli "temperature above the range" "fail:--temp must be a number in \[0, 100\]" -- run "$tiny" --temp 1000 -p hi
 expect_cli "temperature NaN" "fail:--temp must be a number" -- run "$tiny" --temp nan -p hi
 expect_cli "top-p 0" "fail:--top-p must be a number" -- run "$tiny" --top-p 0 -p hi
 expect_cli "min-p above 1" "fail:--min-p must be a number" -- run "$tiny" --min-p 1.5 -p hi
-expect_cli "negative top-k" "fail:--top-k must be a number" -- run "$tiny" --top-k -3 -p hi
+expect_cli "negative top-k" "fail:--top-k must be an integer" -- run "$tiny" --top-k -3 -p hi
 expect_cli "negative seed" "fail:--seed needs a non-negative integer" -- run "$tiny" --seed -1 -p hi
 expect_cli "unknown device" "fail:unknown device 'tpu'" -- run "$tiny" --device tpu -p hi
 expect_cli "unknown option" "fail:unknown option '--frobnicate'" -- run "$tiny" --frobnicate -p hi
@@ -144,7 +149,7 @@ expect_cli "prompt file missing" "fail:cannot open prompt file '/nonexistent/pro
     run "$tiny" -f /nonexistent/prompt.txt
 expect_cli "prompt file is a directory" "fail:prompt file '$tmp' is a directory" -- run "$tiny" -f "$tmp"
 expect_cli "both -p and -f" "fail:not both" -- run "$tiny" -p hi -f /dev/null
-expect_cli "bench: zero repetitions" "fail:-r must be a number in \[1, " -- bench "$tiny" -r 0
+expect_cli "bench: zero repetitions" "fail:-r must be an integer in \[1, " -- bench "$tiny" -r 0
 expect_cli "tokenize: missing model" "fail:cannot open" -- tokenize /nonexistent.gguf -p hi
 printf '{%% for m in messages %%}{{ m.content ' > "$tmp/bad.jinja"
 printf 'hello\n' > "$tmp/chat_in"

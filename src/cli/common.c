@@ -25,6 +25,7 @@ void cli_opts_init(cli_opts *o) {
     o->sp = nib_sampler_default_params();
     o->sp.seed = (uint64_t)time(NULL);
     o->device = "auto";
+    o->n_gpu_layers = CLI_NGL_UNSET;
     o->bench_pp = 512;
     o->bench_tg = 128;
     o->bench_reps = 3;
@@ -66,6 +67,8 @@ static const flag flags[] = {
     {"-t", "--threads", CLI_F_CONTEXT | CLI_F_BENCH, ARG_INT, OFF(n_threads), 1, 1024, "threads (default: all CPUs)"},
     {NULL, "--kv-f32", CLI_F_CONTEXT, ARG_NONE, OFF(kv_f32), 0, 0, "keep the KV cache in fp32 (default fp16)"},
     {NULL, "--device", CLI_F_CONTEXT | CLI_F_BENCH, ARG_STR, OFF(device), 0, 0, "cpu or cuda (default: cuda if present, else cpu)"},
+    {"-ngl", "--n-gpu-layers", CLI_F_CONTEXT | CLI_F_BENCH, ARG_INT, OFF(n_gpu_layers), -1, 1 << 20,
+     "llama.cpp's: 0 = the CPU, -1 or more = the GPU if present (all layers: nib does not split a model)"},
     {NULL, "--system", CLI_F_CHAT, ARG_STR, OFF(system), 0, 0, "system message"},
     {NULL, "--chat-template", CLI_F_CHAT, ARG_STR, OFF(chat_template), 0, 0,
      "template name (chatml, gemma, llama3) or Jinja file, instead of the model's"},
@@ -149,7 +152,11 @@ int cli_parse(cli_opts *o, int argc, char **argv, unsigned groups, void (*usage)
         } else {
             double x = fl->kind == ARG_INT ? (double)strtoll(v, &end, 10) : strtod(v, &end);
             if (errno || *end || !*v || !(x >= fl->lo && x <= fl->hi)) {
-                fprintf(stderr, "nib %s: %s must be a number in [%g, %g], got '%s'\n", argv[0], a, fl->lo, fl->hi, v);
+                if (fl->kind == ARG_INT) /* integers in full, not as %g's 1.04858e+06 */
+                    fprintf(stderr, "nib %s: %s must be an integer in [%.0f, %.0f], got '%s'\n", argv[0], a, fl->lo,
+                            fl->hi, v);
+                else
+                    fprintf(stderr, "nib %s: %s must be a number in [%g, %g], got '%s'\n", argv[0], a, fl->lo, fl->hi, v);
                 return 2;
             }
             if (fl->kind == ARG_INT) *(int32_t *)field = (int32_t)x;
@@ -164,6 +171,13 @@ int cli_parse(cli_opts *o, int argc, char **argv, unsigned groups, void (*usage)
     if (strcmp(o->device, "auto") && strcmp(o->device, "cpu") && strcmp(o->device, "cuda")) {
         fprintf(stderr, "nib %s: unknown device '%s' (cpu or cuda)\n", argv[0], o->device);
         return 2;
+    }
+    if (o->n_gpu_layers != CLI_NGL_UNSET) { /* -ngl N: as llama.cpp, a GPU-less machine runs on the CPU */
+        if (strcmp(o->device, "auto")) {
+            fprintf(stderr, "nib %s: give -ngl or --device, not both\n", argv[0]);
+            return 2;
+        }
+        if (o->n_gpu_layers == 0) o->device = "cpu";
     }
     return 0;
 }
@@ -208,6 +222,8 @@ int cli_session_open(cli_session *s, const cli_opts *o, bool with_ctx) {
         bool want_cuda = !strcmp(o->device, "cuda"), auto_dev = !strcmp(o->device, "auto");
         char why[256] = "";
         if (auto_dev) want_cuda = nib_cuda_probe(why, sizeof why);
+        if (auto_dev && !want_cuda && o->n_gpu_layers != CLI_NGL_UNSET && o->n_gpu_layers != 0)
+            fprintf(stderr, "nib: -ngl %d: no usable GPU (%s); running on the CPU\n", o->n_gpu_layers, why);
         nib_ctx_params cp = {o->n_ctx, o->n_batch, o->n_threads, o->kv_f32,
                              want_cuda ? NIB_DEVICE_CUDA : NIB_DEVICE_CPU};
         s->ctx = nib_ctx_new(s->model, &cp, &err);
@@ -221,9 +237,13 @@ int cli_session_open(cli_session *s, const cli_opts *o, bool with_ctx) {
             cli_session_close(s);
             return 1;
         }
-        if (nib_ctx_device(s->ctx) == NIB_DEVICE_CUDA)
+        if (nib_ctx_device(s->ctx) == NIB_DEVICE_CUDA) {
             fprintf(stderr, "nib: running on the GPU (%.1f MiB of device memory); prompts: %s\n",
                     (double)nib_ctx_device_bytes(s->ctx) / (1 << 20), nib_ctx_prompt_path(s->ctx));
+            if (o->n_gpu_layers > 0 && o->n_gpu_layers < s->model->hp.n_layer)
+                fprintf(stderr, "nib: -ngl %d: all %d layers are on the GPU (nib does not split a model between devices)\n",
+                        o->n_gpu_layers, s->model->hp.n_layer);
+        }
         int n_packed = 0;
         const uint64_t packed = nib_ctx_repacked_bytes(s->ctx, &n_packed);
         if (n_packed)

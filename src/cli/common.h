@@ -13,6 +13,7 @@
 #include "tokenizer/tokenizer.h"
 
 #define CLI_MAX_STOPS 8
+#define CLI_NGL_UNSET (-2) /* -ngl's -1 is llama.cpp's "all layers" */
 
 typedef struct cli_opts {
     const char *model;        /* the positional MODEL argument, or -m */
@@ -25,6 +26,7 @@ typedef struct cli_opts {
     int32_t n_ctx;            /* -c */
     int32_t n_batch;          /* -b */
     int32_t n_threads;        /* -t */
+    int32_t n_gpu_layers;     /* -ngl; CLI_NGL_UNSET when not given */
     bool echo, truncate, kv_f32, no_display_prompt, pieces, json;
     nib_sampler_params sp;
     const char *stops[CLI_MAX_STOPS];
