@@ -483,6 +483,8 @@ static void model_cases(void) {
     CASE("m-odd-q8-1-matrix", "ok", "ok", t->odd_tensor = "blk.0.ffn_up.weight", t->odd_type = NIB_TYPE_Q8_1);
     /* runs when given a context size (test_hostile.sh checks the message without one) */
     CASE("m-context-length-0", "ok", "ok", t->n_ctx = 0);
+    /* longer than the default's cap of 4096: -c 0 takes all of it (test_hostile.sh) */
+    CASE("m-context-length-8192", "ok", "ok", t->n_ctx = 8192);
 
     /* the architecture */
     CASE("m-arch-missing", "ok", "fail:general.architecture", t->skip_key = "general.architecture");

@@ -118,6 +118,13 @@ expect_cli "an empty model file" "fail:truncated reading magic" -- run "$tmp/emp
 expect_cli "a device file as the model" "fail:not a regular file" -- run /dev/null -p hi
 expect_cli "context_length 0 and no -c" "fail:context_length is 0: give a context size" -- \
     run "$corpus/m-context-length-0.gguf" -p hi
+expect_cli "context_length 0 and -c 0" "fail:context_length is 0: give a context size" -- \
+    run "$corpus/m-context-length-0.gguf" -c 0 -p hi
+expect_cli "no -c: the model's context, at most 4096" "ok:, context 4096;" -- \
+    run "$corpus/m-context-length-8192.gguf" -n 1 --temp 0 -p hi
+expect_cli "-c 0 (llama.cpp's): all of the model's context" "ok:, context 8192;" -- \
+    run "$corpus/m-context-length-8192.gguf" -c 0 -n 1 --temp 0 -p hi
+expect_cli "-c 100" "ok:, context 100;" -- run "$corpus/m-context-length-8192.gguf" -c 100 -n 1 --temp 0 -p hi
 expect_cli "no model given" "fail:no model file given" -- run -p hi
 expect_cli "two models given" "fail:unexpected argument" -- run "$tiny" "$tiny" -p hi
 expect_cli "the model as -m (llama.cpp's spelling)" "ok:nib: loading $tiny" -- run -m "$tiny" -n 2 --temp 0 -p hi
@@ -131,7 +138,7 @@ expect_cli "-ngl below -1" "fail:-ngl must be an integer in \\[-1, 1048576\\], g
 expect_cli "negative token count" "fail:-n must be an integer in \[0, " -- run "$tiny" -n -1 -p hi
 expect_cli "token count not a number" "fail:-n must be an integer" -- run "$tiny" -n 12abc -p hi
 expect_cli "token count past int32" "fail:-n must be an integer" -- run "$tiny" -n 99999999999999999999 -p hi
-expect_cli "negative context" "fail:-c must be an integer in \[1, " -- run "$tiny" -c -5 -p hi
+expect_cli "negative context" "fail:-c must be an integer in \[0, " -- run "$tiny" -c -5 -p hi
 expect_cli "zero threads" "fail:-t must be an integer in \[1, " -- run "$tiny" -t 0 -p hi
 expect_cli "negative batch" "fail:-b must be an integer in \[1, " -- run "$tiny" -b -1 -p hi
 expect_cli "temperature below 0" "fail:--temp must be a number in \[0, 100\]" -- run "$tiny" --temp -0.5 -p hi

@@ -144,7 +144,7 @@ int cmd_verify(int argc, char **argv) {
     float *lc = NULL, *lg = NULL;
     rc = 1;
     const int32_t V = s.model->hp.n_vocab;
-    nib_ctx_params cp = {o.n_ctx, o.n_batch, o.n_threads, false, NIB_DEVICE_CPU};
+    nib_ctx_params cp = {cli_ctx_size(&o, s.model), o.n_batch, o.n_threads, false, NIB_DEVICE_CPU};
     if (!(cpu = nib_ctx_new(s.model, &cp, &err))) {
         fprintf(stderr, "nib verify: CPU context: %s\n", err.msg);
         goto done;

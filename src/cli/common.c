@@ -26,6 +26,7 @@ void cli_opts_init(cli_opts *o) {
     o->sp.seed = (uint64_t)time(NULL);
     o->device = "auto";
     o->n_gpu_layers = CLI_NGL_UNSET;
+    o->n_ctx = CLI_CTX_UNSET;
     o->bench_pp = 512;
     o->bench_tg = 128;
     o->bench_reps = 3;
@@ -62,7 +63,8 @@ static const flag flags[] = {
      "tokens the penalty looks back over (default 64)"},
     {"-s", "--seed", CLI_F_SAMPLING, ARG_U64, OFF(sp.seed), 0, 0, "random seed (default: time)"},
     {NULL, "--stop", CLI_F_SAMPLING, ARG_STR, 0, 0, 0, "stop when this text is generated (repeatable)"},
-    {"-c", "--ctx-size", CLI_F_CONTEXT, ARG_INT, OFF(n_ctx), 1, 1 << 24, "context size (default: model's, at most 4096)"},
+    {"-c", "--ctx-size", CLI_F_CONTEXT, ARG_INT, OFF(n_ctx), 0, 1 << 24,
+     "context size (default: model's, at most 4096; 0 = model's, as llama.cpp)"},
     {"-b", "--batch-size", CLI_F_CONTEXT, ARG_INT, OFF(n_batch), 1, 1 << 16, "prompt tokens per forward step (default 256)"},
     {"-t", "--threads", CLI_F_CONTEXT | CLI_F_BENCH, ARG_INT, OFF(n_threads), 1, 1024, "threads (default: all CPUs)"},
     {NULL, "--kv-f32", CLI_F_CONTEXT, ARG_NONE, OFF(kv_f32), 0, 0, "keep the KV cache in fp32 (default fp16)"},
@@ -79,6 +81,12 @@ static const flag flags[] = {
     {NULL, "--json", CLI_F_BENCH, ARG_NONE, OFF(json), 0, 0, "print the results as JSON"},
     {NULL, "--pieces", CLI_F_TOKENIZE, ARG_NONE, OFF(pieces), 0, 0, "show each token's piece"},
 };
+
+int32_t cli_ctx_size(const cli_opts *o, const nib_model *m) {
+    if (o->n_ctx == CLI_CTX_UNSET) return 0; /* the library's default */
+    if (o->n_ctx == 0) return m->hp.n_ctx_train > 0 ? m->hp.n_ctx_train : 0;
+    return o->n_ctx;
+}
 
 void cli_print_flags(FILE *f, unsigned groups) {
     groups |= CLI_F_MODEL;
@@ -224,7 +232,7 @@ int cli_session_open(cli_session *s, const cli_opts *o, bool with_ctx) {
         if (auto_dev) want_cuda = nib_cuda_probe(why, sizeof why);
         if (auto_dev && !want_cuda && o->n_gpu_layers != CLI_NGL_UNSET && o->n_gpu_layers != 0)
             fprintf(stderr, "nib: -ngl %d: no usable GPU (%s); running on the CPU\n", o->n_gpu_layers, why);
-        nib_ctx_params cp = {o->n_ctx, o->n_batch, o->n_threads, o->kv_f32,
+        nib_ctx_params cp = {cli_ctx_size(o, s->model), o->n_batch, o->n_threads, o->kv_f32,
                              want_cuda ? NIB_DEVICE_CUDA : NIB_DEVICE_CPU};
         s->ctx = nib_ctx_new(s->model, &cp, &err);
         if (!s->ctx && auto_dev && want_cuda) {
@@ -258,9 +266,11 @@ int cli_session_open(cli_session *s, const cli_opts *o, bool with_ctx) {
                     n_ctx, train, train);
     }
     const nib_hparams *hp = &s->model->hp;
-    fprintf(stderr, "nib: %s, %d layers, %d embd, %d heads (%d kv), vocab %d, %.1f MiB of weights; loaded in %.2f s\n",
+    char ctx_note[48] = "";
+    if (s->ctx) snprintf(ctx_note, sizeof ctx_note, ", context %d", nib_ctx_n_ctx(s->ctx));
+    fprintf(stderr, "nib: %s, %d layers, %d embd, %d heads (%d kv), vocab %d, %.1f MiB of weights%s; loaded in %.2f s\n",
             hp->arch_name, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->n_vocab,
-            (double)s->model->weight_bytes / (1 << 20), cli_now_s() - t0);
+            (double)s->model->weight_bytes / (1 << 20), ctx_note, cli_now_s() - t0);
     return 0;
 }
 

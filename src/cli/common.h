@@ -14,6 +14,7 @@
 
 #define CLI_MAX_STOPS 8
 #define CLI_NGL_UNSET (-2) /* -ngl's -1 is llama.cpp's "all layers" */
+#define CLI_CTX_UNSET (-1) /* -c 0 is llama.cpp's "the model's training context" */
 
 typedef struct cli_opts {
     const char *model;        /* the positional MODEL argument, or -m */
@@ -23,7 +24,7 @@ typedef struct cli_opts {
     const char *chat_template;/* --chat-template NAME|FILE */
     const char *device;       /* --device cpu|cuda */
     int32_t n_predict;        /* -n */
-    int32_t n_ctx;            /* -c */
+    int32_t n_ctx;            /* -c; CLI_CTX_UNSET when not given (use cli_ctx_size) */
     int32_t n_batch;          /* -b */
     int32_t n_threads;        /* -t */
     int32_t n_gpu_layers;     /* -ngl; CLI_NGL_UNSET when not given */
@@ -65,6 +66,10 @@ void cli_session_close(cli_session *s);
 
 /* Read the prompt from -p, or -f FILE, or stdin for "-f -". malloc'ed; NULL on error (printed). */
 char *cli_read_prompt(const cli_opts *o);
+
+/* The context size to ask the library for: 0 (its default: the model's, at
+ * most 4096) when -c was not given, the model's training context for -c 0. */
+int32_t cli_ctx_size(const cli_opts *o, const nib_model *m);
 
 double cli_now_s(void);
 
