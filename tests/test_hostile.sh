@@ -147,7 +147,17 @@ expect_cli "temperature NaN" "fail:--temp must be a number" -- run "$tiny" --tem
 expect_cli "top-p 0" "fail:--top-p must be a number" -- run "$tiny" --top-p 0 -p hi
 expect_cli "min-p above 1" "fail:--min-p must be a number" -- run "$tiny" --min-p 1.5 -p hi
 expect_cli "negative top-k" "fail:--top-k must be an integer" -- run "$tiny" --top-k -3 -p hi
-expect_cli "negative seed" "fail:--seed needs a non-negative integer" -- run "$tiny" --seed -1 -p hi
+expect_cli "negative seed" "fail:--seed needs a non-negative integer" -- run "$tiny" --seed -2 -p hi
+expect_cli "seed -1 (llama.cpp's random seed)" "ok:nib: sampling with seed [0-9]+" -- run "$tiny" --seed -1 -n 2 -p hi
+# the default seed: new for each run, even two in the same second (it was the
+# time in seconds), and said, so that --seed repeats the run
+seed_of() { "$nib" run "$tiny" -n 8 -p hi 2>&1 >/dev/null | sed -n 's/^nib: sampling with seed //p'; }
+s1=$(seed_of); s2=$(seed_of)
+if [ -n "$s1" ] && [ -n "$s2" ] && [ "$s1" != "$s2" ]; then ok "default seeds differ between runs ($s1, $s2)"
+else bad "default seeds of two runs: '$s1' and '$s2'"; fi
+o1=$("$nib" run "$tiny" -n 16 -p hi --seed "$s1" 2>/dev/null); o2=$("$nib" run "$tiny" -n 16 -p hi --seed "$s1" 2>/dev/null)
+if [ -n "$o1" ] && [ "$o1" = "$o2" ]; then ok "--seed with the printed seed repeats the text"
+else bad "--seed $s1 twice: '$o1' and '$o2'"; fi
 expect_cli "unknown device" "fail:unknown device 'tpu'" -- run "$tiny" --device tpu -p hi
 expect_cli "unknown option" "fail:unknown option '--frobnicate'" -- run "$tiny" --frobnicate -p hi
 expect_cli "option without its value" "fail:option '-n' needs a value" -- run "$tiny" -p hi -n

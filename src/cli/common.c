@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 double cli_now_s(void) {
     struct timespec ts;
@@ -18,12 +20,23 @@ double cli_now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* A seed that differs between runs started in the same second (the time in
+ * seconds alone gave two quick runs the same "random" text). */
+static uint64_t random_seed(void) {
+    uint64_t x;
+    if (getentropy(&x, sizeof x) == 0) return x;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    x = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 32;
+    return x * 0x9E3779B97F4A7C15ull;
+}
+
 void cli_opts_init(cli_opts *o) {
     memset(o, 0, sizeof *o);
     o->n_predict = 256;
     o->n_threads = 0;
     o->sp = nib_sampler_default_params();
-    o->sp.seed = (uint64_t)time(NULL);
+    o->sp.seed = random_seed();
     o->device = "auto";
     o->n_gpu_layers = CLI_NGL_UNSET;
     o->n_ctx = CLI_CTX_UNSET;
@@ -61,7 +74,7 @@ static const flag flags[] = {
      "repetition penalty, 1 = off (default 1)"},
     {NULL, "--repeat-last-n", CLI_F_SAMPLING, ARG_INT, OFF(sp.repeat_last_n), 0, 1 << 20,
      "tokens the penalty looks back over (default 64)"},
-    {"-s", "--seed", CLI_F_SAMPLING, ARG_U64, OFF(sp.seed), 0, 0, "random seed (default: time)"},
+    {"-s", "--seed", CLI_F_SAMPLING, ARG_U64, OFF(sp.seed), 0, 0, "random seed (default, or -1 as in llama.cpp: a new one each run)"},
     {NULL, "--stop", CLI_F_SAMPLING, ARG_STR, 0, 0, 0, "stop when this text is generated (repeatable)"},
     {"-c", "--ctx-size", CLI_F_CONTEXT, ARG_INT, OFF(n_ctx), 0, 1 << 24,
      "context size (default: model's, at most 4096; 0 = model's, as llama.cpp)"},
@@ -150,6 +163,8 @@ int cli_parse(cli_opts *o, int argc, char **argv, unsigned groups, void (*usage)
                 return 2;
             }
             *(const char **)field = v;
+        } else if (fl->kind == ARG_U64 && fl->offset == OFF(sp.seed) && !strcmp(v, "-1")) {
+            /* llama.cpp's "a random seed": the default's */
         } else if (fl->kind == ARG_U64) {
             unsigned long long x = strtoull(v, &end, 0);
             if (errno || *end || !*v || v[0] == '-') {
