@@ -79,7 +79,6 @@ int cmd_chat(int argc, char **argv) {
     char *bos = token_text(s.tok, nib_tokenizer_bos(s.tok)), *eos = token_text(s.tok, nib_tokenizer_eos(s.tok));
     nib_error err;
     nib_sampler *smp = nib_sampler_new(&o.sp, s.model->hp.n_vocab, &err);
-    if (o.sp.temp > 0.0f) fprintf(stderr, "nib: sampling with seed %llu\n", (unsigned long long)o.sp.seed);
     nib_chat_message msgs[2 * MAX_TURNS + 1];
     char *owned[2 * MAX_TURNS + 1];
     int n_msgs = 0, n_owned = 0;
@@ -90,6 +89,7 @@ int cmd_chat(int argc, char **argv) {
         if (!smp) fprintf(stderr, "nib chat: %s\n", err.msg);
         goto done;
     }
+    if (o.sp.temp > 0.0f) fprintf(stderr, "nib: sampling with seed %llu\n", (unsigned long long)o.sp.seed);
     if (o.system) msgs[n_msgs++] = (nib_chat_message){"system", o.system};
     fprintf(stderr, "nib chat: type a message; an empty line ends, /reset starts over\n");
     char line[16384];

@@ -52,11 +52,11 @@ int cmd_run(int argc, char **argv) {
         goto done;
     }
     nib_sampler *smp = nib_sampler_new(&o.sp, s.model->hp.n_vocab, &err);
-    if (o.sp.temp > 0.0f) fprintf(stderr, "nib: sampling with seed %llu\n", (unsigned long long)o.sp.seed);
     if (!smp) {
         fprintf(stderr, "nib run: %s\n", err.msg);
         goto done;
     }
+    if (o.sp.temp > 0.0f) fprintf(stderr, "nib: sampling with seed %llu\n", (unsigned long long)o.sp.seed);
     if (o.echo) {
         fputs(prompt, stdout);
         fflush(stdout);
