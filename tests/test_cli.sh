@@ -155,6 +155,19 @@ if "$nib" bench synth:tiny-llama:Q4_0 -p 0 -n 8 -r 1 -d 2045 -t 1 --device cpu >
     grep -q "a context of 2054 positions is longer than the model's training context (2048)" "$tmp/err" \
         && ok "bench -d past the training context: warns and runs" || bad "context warning: $(cat "$tmp/err")"
 else bad "bench -d 2045 failed: $(tail -2 "$tmp/err")"; fi
+# comma lists, as llama-bench: each prompt size and each generation length a test at each depth
+if "$nib" bench synth:tiny-llama:Q4_0 -p 8,16 -n 4,0 -d 0,32 -r 1 -t 1 --device cpu >"$tmp/out" 2>"$tmp/err"; then
+    rows=$(grep -cE '^\| synth:tiny-llama:Q4_0 \| cpu .* \| (pp8|pp16|tg4)( @ d32)? \| [0-9.]+' "$tmp/out")
+    [ "$rows" = 6 ] && grep -q '| pp16 @ d32 |' "$tmp/out" && grep -q "^decode roofline of tg4 @ d32: " "$tmp/out" \
+        && ok "bench -p 8,16 -n 4,0 -d 0,32: six tests, a roofline for each generation" \
+        || bad "bench lists ($rows rows): $(cat "$tmp/out")"
+else bad "bench with lists failed: $(tail -2 "$tmp/err")"; fi
+if "$nib" bench synth:tiny-llama:Q4_0 -p 8 -n 2,4 -r 1 -t 1 --device cpu --json >"$tmp/out" 2>"$tmp/err" &&
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(not (isinstance(j, list) and [(x['pp'], x['tg']) for x in j] == [(8, 0), (0, 2), (0, 4)] and all(x['tg_tps'] > 0 for x in j[1:])))" "$tmp/out"; then
+    ok "bench --json with lists: an array, one object a test"
+else bad "bench --json lists: $(cat "$tmp/out" "$tmp/err" | tail -5)"; fi
+if "$nib" bench synth:tiny-llama:Q4_0 -p 0 -n 0 -r 1 -t 1 --device cpu >/dev/null 2>"$tmp/err"; then bad "bench -p 0 -n 0 exits 0"
+else grep -q "nothing to time" "$tmp/err" && ok "bench -p 0 -n 0: nothing to time" || bad "bench -p 0 -n 0: $(cat "$tmp/err")"; fi
 if "$nib" bench synth:nope:Q4_0 -p 1 -n 1 -r 1 2>"$tmp/err"; then bad "bench synth with a bad shape exits 0"
 else grep -q "synth:SHAPE:TYPE" "$tmp/err" && ok "bench synth: bad spec names the form" || bad "bench bad synth: $(cat "$tmp/err")"; fi
 if "$nib" info | grep -q "^cuda: unavailable"; then

@@ -167,6 +167,10 @@ expect_cli "prompt file missing" "fail:cannot open prompt file '/nonexistent/pro
 expect_cli "prompt file is a directory" "fail:prompt file '$tmp' is a directory" -- run "$tiny" -f "$tmp"
 expect_cli "both -p and -f" "fail:not both" -- run "$tiny" -p hi -f /dev/null
 expect_cli "bench: zero repetitions" "fail:-r must be an integer in \[1, " -- bench "$tiny" -r 0
+expect_cli "bench: an empty item in a list" "fail:-p takes integers in \[0, 1048576\], one or up to 16 separated by commas; got '8,,16'" -- \
+    bench "$tiny" -p 8,,16
+expect_cli "bench: a negative depth in a list" "fail:-d takes integers in \[0, " -- bench "$tiny" -d 0,-5
+expect_cli "bench: a list of 17" "fail:up to 16 separated by commas" -- bench "$tiny" -n 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17
 expect_cli "tokenize: missing model" "fail:cannot open" -- tokenize /nonexistent.gguf -p hi
 printf '{%% for m in messages %%}{{ m.content ' > "$tmp/bad.jinja"
 printf 'hello\n' > "$tmp/chat_in"

@@ -40,12 +40,13 @@ void cli_opts_init(cli_opts *o) {
     o->device = "auto";
     o->n_gpu_layers = CLI_NGL_UNSET;
     o->n_ctx = CLI_CTX_UNSET;
-    o->bench_pp = 512;
-    o->bench_tg = 128;
+    o->bench_pp = (cli_int_list){{512}, 1};
+    o->bench_tg = (cli_int_list){{128}, 1};
+    o->bench_depth = (cli_int_list){{0}, 1};
     o->bench_reps = 3;
 }
 
-typedef enum { ARG_NONE, ARG_STR, ARG_INT, ARG_FLOAT, ARG_U64 } arg_kind;
+typedef enum { ARG_NONE, ARG_STR, ARG_INT, ARG_FLOAT, ARG_U64, ARG_INT_LIST } arg_kind;
 
 typedef struct flag {
     const char *short_name, *long_name;
@@ -87,13 +88,34 @@ static const flag flags[] = {
     {NULL, "--system", CLI_F_CHAT, ARG_STR, OFF(system), 0, 0, "system message"},
     {NULL, "--chat-template", CLI_F_CHAT, ARG_STR, OFF(chat_template), 0, 0,
      "template name (chatml, gemma, llama3) or Jinja file, instead of the model's"},
-    {"-p", "--n-prompt", CLI_F_BENCH, ARG_INT, OFF(bench_pp), 0, 1 << 20, "prompt tokens to process (default 512)"},
-    {"-n", "--n-gen", CLI_F_BENCH, ARG_INT, OFF(bench_tg), 0, 1 << 20, "tokens to generate (default 128)"},
+    {"-p", "--n-prompt", CLI_F_BENCH, ARG_INT_LIST, OFF(bench_pp), 0, 1 << 20,
+     "prompt tokens to process (default 512; a comma list runs each)"},
+    {"-n", "--n-gen", CLI_F_BENCH, ARG_INT_LIST, OFF(bench_tg), 0, 1 << 20,
+     "tokens to generate (default 128; a comma list runs each)"},
     {"-r", "--repetitions", CLI_F_BENCH, ARG_INT, OFF(bench_reps), 1, 1000, "repetitions (default 3)"},
-    {"-d", "--depth", CLI_F_BENCH, ARG_INT, OFF(bench_depth), 0, 1 << 24, "context already filled before timing"},
+    {"-d", "--depth", CLI_F_BENCH, ARG_INT_LIST, OFF(bench_depth), 0, 1 << 24,
+     "context already filled before timing (default 0; a comma list runs each)"},
     {NULL, "--json", CLI_F_BENCH, ARG_NONE, OFF(json), 0, 0, "print the results as JSON"},
     {NULL, "--pieces", CLI_F_TOKENIZE, ARG_NONE, OFF(pieces), 0, 0, "show each token's piece"},
 };
+
+/* "512" or "128,512,2048" into l; nonzero on anything else. */
+static int parse_int_list(const char *v, double lo, double hi, cli_int_list *l) {
+    cli_int_list out = {{0}, 0};
+    const char *p = v;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long long x = strtoll(p, &end, 10);
+        if (errno || end == p || out.n == CLI_MAX_LIST || !((double)x >= lo && (double)x <= hi)) return 1;
+        out.v[out.n++] = (int32_t)x;
+        if (*end == 0) break;
+        if (*end != ',') return 1;
+        p = end + 1;
+    }
+    *l = out;
+    return 0;
+}
 
 int32_t cli_ctx_size(const cli_opts *o, const nib_model *m) {
     if (o->n_ctx == CLI_CTX_UNSET) return 0; /* the library's default */
@@ -108,7 +130,7 @@ void cli_print_flags(FILE *f, unsigned groups) {
         if (!(fl->group & groups)) continue;
         char names[48];
         snprintf(names, sizeof names, "%s%s%s%s", fl->short_name ? fl->short_name : "", fl->short_name ? ", " : "    ",
-                 fl->long_name, fl->kind == ARG_NONE ? "" : fl->kind == ARG_STR ? " S" : " N");
+                 fl->long_name, fl->kind == ARG_NONE ? "" : fl->kind == ARG_STR ? " S" : fl->kind == ARG_INT_LIST ? " N,.." : " N");
         fprintf(f, "  %-28s %s\n", names, fl->help);
     }
 }
@@ -163,6 +185,12 @@ int cli_parse(cli_opts *o, int argc, char **argv, unsigned groups, void (*usage)
                 return 2;
             }
             *(const char **)field = v;
+        } else if (fl->kind == ARG_INT_LIST) {
+            if (parse_int_list(v, fl->lo, fl->hi, (cli_int_list *)field)) {
+                fprintf(stderr, "nib %s: %s takes integers in [%.0f, %.0f], one or up to %d separated by commas; got '%s'\n",
+                        argv[0], a, fl->lo, fl->hi, CLI_MAX_LIST, v);
+                return 2;
+            }
         } else if (fl->kind == ARG_U64 && fl->offset == OFF(sp.seed) && !strcmp(v, "-1")) {
             /* llama.cpp's "a random seed": the default's */
         } else if (fl->kind == ARG_U64) {

@@ -13,6 +13,13 @@
 #include "tokenizer/tokenizer.h"
 
 #define CLI_MAX_STOPS 8
+#define CLI_MAX_LIST 16 /* values in a comma list (bench's -p 128,512) */
+
+/* An option that takes one integer or a comma list of them, as llama-bench's. */
+typedef struct cli_int_list {
+    int32_t v[CLI_MAX_LIST];
+    int n;
+} cli_int_list;
 #define CLI_NGL_UNSET (-2) /* -ngl's -1 is llama.cpp's "all layers" */
 #define CLI_CTX_UNSET (-1) /* -c 0 is llama.cpp's "the model's training context" */
 
@@ -33,7 +40,8 @@ typedef struct cli_opts {
     const char *stops[CLI_MAX_STOPS];
     int n_stops;
     /* bench */
-    int32_t bench_pp, bench_tg, bench_reps, bench_depth;
+    cli_int_list bench_pp, bench_tg, bench_depth; /* -p -n -d: lists */
+    int32_t bench_reps;
 } cli_opts;
 
 /* Flag groups a command accepts (bit set). */
