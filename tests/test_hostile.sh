@@ -183,6 +183,20 @@ w=$(check "fail:--chat-template '$tmp'" $rc "$tmp/err"); [ -z "$w" ] && ok "chat
 ( ulimit -v "$mem_kb"; exec timeout "$limit_s" "$nib" chat "$corpus/m-odd-bad-chat-template.gguf" -n 2 ) \
     <"$tmp/chat_in" >/dev/null 2>"$tmp/err"; rc=$?
 w=$(check "fail:chat template:" $rc "$tmp/err"); [ -z "$w" ] && ok "chat: the model's own template is broken" || bad "chat: the model's own template is broken: $w"
+# a conversation past the context: the oldest exchanges left out, said; a message that cannot fit: said, the chat goes on
+printf 'hello world\nthe hello world\nhello the world\nworld hello\nthe world\n' > "$tmp/chat_long"
+( ulimit -v "$mem_kb"; exec timeout "$limit_s" "$nib" chat "$tiny" --chat-template chatml -c 48 -n 8 --temp 0 ) \
+    <"$tmp/chat_long" >"$tmp/out" 2>"$tmp/err"; rc=$?
+w=$(check "ok:oldest exchanges? left out to fit the context of 48" $rc "$tmp/err")
+n_replies=$(grep -c '' "$tmp/out")
+[ -z "$w" ] && [ "$n_replies" -ge 5 ] && ok "chat past the context: the oldest exchanges left out, five replies" \
+    || bad "chat past the context ($n_replies reply lines): $w $(tail -3 "$tmp/err")"
+printf '%s\nhello\n' "$long_prompt" > "$tmp/chat_huge"
+( ulimit -v "$mem_kb"; exec timeout "$limit_s" "$nib" chat "$tiny" --chat-template chatml -c 48 -n 8 --temp 0 ) \
+    <"$tmp/chat_huge" >"$tmp/out" 2>"$tmp/err"; rc=$?
+w=$(check "ok:the message \\([0-9]+ tokens with the template\\) does not fit the context of 48 with room for a reply of 8" $rc "$tmp/err")
+[ -z "$w" ] && [ "$(grep -c '' "$tmp/out")" -ge 1 ] && ok "chat: a message longer than the context is refused, the next answered" \
+    || bad "chat: a message longer than the context: $w"
 
 # inspect prints what the file holds, escaped, and the value of the right key
 "$nib" inspect "$corpus/m-odd-keys.gguf" >"$tmp/out" 2>&1

@@ -2,8 +2,11 @@
  *
  * Each turn renders the whole conversation with the chat template, tokenizes
  * it, and decodes only what the KV cache does not already hold (the common
- * prefix of the new and the cached token sequences is kept). Lines are read
- * from stdin; an empty line or EOF ends the chat, "/reset" starts over. */
+ * prefix of the new and the cached token sequences is kept). When the
+ * conversation no longer fits the context with room for a reply (-n), the
+ * oldest exchanges are left out, the system message kept, and it says so.
+ * Lines are read from stdin; an empty line or EOF ends the chat, "/reset"
+ * starts over. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +64,25 @@ static char *choose_template(const cli_opts *o, const nib_model *m) {
     return strdup(nib_chat_builtin(name));
 }
 
+/* The conversation rendered and tokenized (malloc'ed ids); nonzero on error (printed). */
+static int render_ids(const char *tmpl, const nib_chat_message *msgs, int n_msgs, const nib_chat_vars *vars,
+                      const nib_tokenizer *tok, int32_t **ids, int64_t *n_ids) {
+    nib_error err;
+    char *text = NULL;
+    if (nib_chat_render(tmpl, msgs, n_msgs, vars, &text, &err) != NIB_OK) {
+        fprintf(stderr, "nib chat: %s\n", err.msg); /* the message starts "chat template: " */
+        return 1;
+    }
+    /* the rendered text carries BOS itself when the template writes it */
+    nib_status st = nib_tokenize(tok, text, strlen(text), false, true, ids, n_ids, &err);
+    free(text);
+    if (st != NIB_OK) {
+        fprintf(stderr, "nib chat: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
 static char *token_text(const nib_tokenizer *tok, int32_t id) {
     char buf[256];
     size_t n = id >= 0 ? nib_token_to_piece(tok, id, true, buf, sizeof buf - 1) : 0;
@@ -113,23 +135,28 @@ int cmd_chat(int argc, char **argv) {
         owned[n_owned] = strdup(line);
         msgs[n_msgs++] = (nib_chat_message){"user", owned[n_owned++]};
         nib_chat_vars vars = {bos, eos, true};
-        char *text = NULL;
-        if (nib_chat_render(tmpl, msgs, n_msgs, &vars, &text, &err) != NIB_OK) {
-            fprintf(stderr, "nib chat: %s\n", err.msg);  /* the message starts "chat template: " */
-            goto done;
-        }
         int32_t *ids = NULL;
         int64_t n_ids = 0;
-        /* the rendered text carries BOS itself when the template writes it */
-        nib_status st = nib_tokenize(s.tok, text, strlen(text), false, true, &ids, &n_ids, &err);
-        free(text);
-        if (st != NIB_OK) {
-            fprintf(stderr, "nib chat: %s\n", err.msg);
-            goto done;
+        if (render_ids(tmpl, msgs, n_msgs, &vars, s.tok, &ids, &n_ids)) goto done;
+        /* too long with room for a reply: leave out the oldest exchanges
+         * (owned[0..1]: the first user message and its reply) */
+        const int first = o.system ? 1 : 0, n_ctx = nib_ctx_n_ctx(s.ctx);
+        int dropped = 0;
+        while (n_ids + o.n_predict > n_ctx && n_owned >= 3) {
+            free(ids), ids = NULL;
+            free(owned[0]), free(owned[1]);
+            memmove(owned, owned + 2, (size_t)(n_owned - 2) * sizeof *owned);
+            memmove(msgs + first, msgs + first + 2, (size_t)(n_msgs - first - 2) * sizeof *msgs);
+            n_owned -= 2, n_msgs -= 2, dropped++;
+            if (render_ids(tmpl, msgs, n_msgs, &vars, s.tok, &ids, &n_ids)) goto done;
         }
-        if (n_ids + o.n_predict > nib_ctx_n_ctx(s.ctx)) {
-            fprintf(stderr, "nib chat: the conversation (%lld tokens) no longer fits the context of %d with room to "
-                    "reply; /reset or raise -c\n", (long long)n_ids, nib_ctx_n_ctx(s.ctx));
+        if (dropped)
+            fprintf(stderr, "nib chat: %d oldest exchange%s left out to fit the context of %d\n", dropped,
+                    dropped > 1 ? "s" : "", n_ctx);
+        if (n_ids + o.n_predict > n_ctx) {
+            fprintf(stderr, "nib chat: the message (%lld tokens with the template%s) does not fit the context of %d "
+                    "with room for a reply of %d (-n); raise -c or lower -n\n", (long long)n_ids,
+                    o.system ? " and the system message" : "", n_ctx, o.n_predict);
             free(ids);
             n_msgs--;
             free(owned[--n_owned]);
