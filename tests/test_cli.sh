@@ -183,5 +183,22 @@ else
     echo "skip  GPU-absent checks: this machine has a usable GPU"
 fi
 
+# --ignore-eos (llama.cpp's): SmolLM2 answers "2+2" in a few tokens and ends its turn; with the
+# end-of-generation tokens masked it runs to -n, the same text first
+smol=${NIB_MODELS:-models}/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ -f "$smol" ]; then
+    p=$(printf '<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n')
+    "$nib" run "$smol" -p "$p" -n 40 --temp 0 -t 1 >"$tmp/a" 2>"$tmp/ea"
+    "$nib" run "$smol" -p "$p" -n 40 --temp 0 -t 1 --ignore-eos >"$tmp/b" 2>"$tmp/eb"
+    na=$(sed -n 's/.*generated \([0-9]*\) tokens.*/\1/p' "$tmp/ea"); nb=$(sed -n 's/.*generated \([0-9]*\) tokens.*/\1/p' "$tmp/eb")
+    same_start=no; ta=$(cat "$tmp/a"); tb=$(cat "$tmp/b")
+    case $tb in "$ta"?*) same_start=yes;; esac
+    [ -n "$na" ] && [ "$na" -lt 40 ] && [ "$nb" = 40 ] && [ $same_start = yes ] \
+        && ok "--ignore-eos: $na tokens and the end of the turn without it, 40 with it, the same text first" \
+        || bad "--ignore-eos: $na and $nb tokens: '$(cat "$tmp/a")' / '$(cat "$tmp/b")'"
+else
+    echo "skip  --ignore-eos: $smol is not here (make models)"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -77,6 +77,8 @@ static const flag flags[] = {
      "tokens the penalty looks back over (default 64)"},
     {"-s", "--seed", CLI_F_SAMPLING, ARG_U64, OFF(sp.seed), 0, 0, "random seed (default, or -1 as in llama.cpp: a new one each run)"},
     {NULL, "--stop", CLI_F_SAMPLING, ARG_STR, 0, 0, 0, "stop when this text is generated (repeatable)"},
+    {NULL, "--ignore-eos", CLI_F_SAMPLING, ARG_NONE, OFF(ignore_eos), 0, 0,
+     "never end at the model's end-of-generation tokens (their logits -inf, as llama.cpp)"},
     {"-c", "--ctx-size", CLI_F_CONTEXT, ARG_INT, OFF(n_ctx), 0, 1 << 24,
      "context size (default: model's, at most 4096; 0 = model's, as llama.cpp)"},
     {"-b", "--batch-size", CLI_F_CONTEXT, ARG_INT, OFF(n_batch), 1, 1 << 16, "prompt tokens per forward step (default 256)"},

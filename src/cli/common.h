@@ -35,7 +35,7 @@ typedef struct cli_opts {
     int32_t n_batch;          /* -b */
     int32_t n_threads;        /* -t */
     int32_t n_gpu_layers;     /* -ngl; CLI_NGL_UNSET when not given */
-    bool echo, truncate, kv_f32, no_display_prompt, pieces, json;
+    bool echo, truncate, kv_f32, no_display_prompt, pieces, json, ignore_eos;
     nib_sampler_params sp;
     const char *stops[CLI_MAX_STOPS];
     int n_stops;

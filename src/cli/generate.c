@@ -41,12 +41,33 @@ static size_t stop_prefix_len(const char *text, size_t n, const cli_opts *o) {
 
 /* With a GPU context and a chain the device takes, the next decode samples
  * there: the uniform is drawn now, in the order the host sampler would. */
-static bool arm_device_sampling(cli_session *s, nib_sampler *smp) {
+static bool arm_device_sampling(cli_session *s, const cli_opts *o, nib_sampler *smp) {
     nib_sampler_params p;
+    if (o->ignore_eos) return false; /* the host masks the end-of-generation tokens */
     /* (on the CPU no uniform may be drawn here: the host sampler draws its own) */
     if (nib_ctx_device(s->ctx) != NIB_DEVICE_CUDA || nib_sampler_is_greedy(smp) || !nib_sampler_device_ok(smp, &p))
         return false;
     return nib_ctx_sample_next(s->ctx, p.temp, p.top_k, p.top_p, p.min_p, nib_sampler_next_uniform(smp));
+}
+
+/* --ignore-eos: the end-of-generation tokens (malloc'ed, *n of them); NULL on no memory. */
+static int32_t *eog_ids(const nib_tokenizer *tok, int32_t n_vocab, int32_t *n) {
+    *n = 0;
+    for (int32_t i = 0; i < n_vocab; i++) *n += nib_tokenizer_is_eog(tok, i);
+    int32_t *ids = malloc(((size_t)*n + 1) * sizeof *ids);
+    if (!ids) return NULL;
+    for (int32_t i = 0, k = 0; i < n_vocab; i++)
+        if (nib_tokenizer_is_eog(tok, i)) ids[k++] = i;
+    return ids;
+}
+
+/* The next token with the end-of-generation tokens' logits at -inf (llama.cpp's
+ * --ignore-eos): from a copy of the logits, on the host. */
+static int32_t pick_without_eog(cli_session *s, nib_sampler *smp, float *masked, const int32_t *eog, int32_t n_eog) {
+    const int32_t n_vocab = s->model->hp.n_vocab;
+    memcpy(masked, nib_ctx_logits(s->ctx), (size_t)n_vocab * sizeof *masked);
+    for (int32_t i = 0; i < n_eog; i++) masked[eog[i]] = -INFINITY;
+    return nib_sampler_is_greedy(smp) ? nib_argmax(masked, n_vocab) : nib_sampler_sample(smp, masked);
 }
 
 void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int32_t *prompt, int64_t n_prompt,
@@ -58,7 +79,7 @@ void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int
     r->n_prompt = n_prompt;
     for (int64_t i = 0; i < n_prompt; i++) nib_sampler_accept(smp, prompt[i]);
     double t0 = cli_now_s();
-    if (n_prompt > 0) arm_device_sampling(s, smp);
+    if (n_prompt > 0) arm_device_sampling(s, o, smp);
     if (n_prompt > 0 && nib_ctx_decode(s->ctx, prompt, n_prompt, NULL, &err) != NIB_OK) {
         fprintf(stderr, "\nnib: %s\n", err.msg);
         r->stop = GEN_STOP_ERROR;
@@ -80,8 +101,11 @@ void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int
      * allocated before the token loop */
     size_t piece_cap = 3 * nib_tokenizer_max_piece_len(s->tok) + 12;
     char *piece = malloc(piece_cap);
-    if (!piece) {
+    int32_t n_eog = 0, *eog = o->ignore_eos ? eog_ids(s->tok, s->model->hp.n_vocab, &n_eog) : NULL;
+    float *masked = o->ignore_eos ? malloc((size_t)s->model->hp.n_vocab * sizeof *masked) : NULL;
+    if (!piece || (o->ignore_eos && (!eog || !masked))) {
         fprintf(stderr, "\nnib: out of memory for a %zu-byte token buffer\n", piece_cap);
+        free(piece), free(eog), free(masked);
         r->stop = GEN_STOP_ERROR;
         return;
     }
@@ -90,8 +114,10 @@ void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int
     for (int64_t i = 0; i < o->n_predict; i++) {
         /* greedy, or sampling the device did, needs no logits on the host */
         const int32_t dev_id = nib_ctx_sampled(s->ctx);
-        int32_t id = greedy ? nib_ctx_argmax(s->ctx)
-                            : dev_id >= 0 ? dev_id : nib_sampler_sample(smp, nib_ctx_logits(s->ctx));
+        int32_t id = o->ignore_eos ? pick_without_eog(s, smp, masked, eog, n_eog)
+                     : greedy      ? nib_ctx_argmax(s->ctx)
+                     : dev_id >= 0 ? dev_id
+                                   : nib_sampler_sample(smp, nib_ctx_logits(s->ctx));
         nib_sampler_accept(smp, id);
         if (nib_tokenizer_is_eog(s->tok, id)) {
             r->stop = GEN_STOP_EOG;
@@ -127,14 +153,14 @@ void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int
             r->stop = GEN_STOP_CONTEXT;
             break;
         }
-        if (i + 1 < o->n_predict) arm_device_sampling(s, smp);
+        if (i + 1 < o->n_predict) arm_device_sampling(s, o, smp);
         if (i + 1 < o->n_predict && nib_ctx_decode(s->ctx, &id, 1, NULL, &err) != NIB_OK) {
             fprintf(stderr, "\nnib: %s\n", err.msg);
             r->stop = GEN_STOP_ERROR;
             break;
         }
     }
-    free(piece);
+    free(piece), free(eog), free(masked);
     char tail[16];
     size_t n = nib_detok_flush(&detok, tail, sizeof tail);
     if (r->stop != GEN_STOP_STRING && n) tb_add(&text, tail, n);
