@@ -104,7 +104,8 @@ void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int
     int32_t n_eog = 0, *eog = o->ignore_eos ? eog_ids(s->tok, s->model->hp.n_vocab, &n_eog) : NULL;
     float *masked = o->ignore_eos ? malloc((size_t)s->model->hp.n_vocab * sizeof *masked) : NULL;
     if (!piece || (o->ignore_eos && (!eog || !masked))) {
-        fprintf(stderr, "\nnib: out of memory for a %zu-byte token buffer\n", piece_cap);
+        fprintf(stderr, "\nnib: out of memory for the generation's buffers (a %zu-byte token buffer%s)\n", piece_cap,
+                o->ignore_eos ? " and a copy of the logits" : "");
         free(piece), free(eog), free(masked);
         r->stop = GEN_STOP_ERROR;
         return;
