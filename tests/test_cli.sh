@@ -166,6 +166,12 @@ if "$nib" bench synth:tiny-llama:Q4_0 -p 8 -n 2,4 -r 1 -t 1 --device cpu --json 
     python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(not (isinstance(j, list) and [(x['pp'], x['tg']) for x in j] == [(8, 0), (0, 2), (0, 4)] and all(x['tg_tps'] > 0 for x in j[1:])))" "$tmp/out"; then
     ok "bench --json with lists: an array, one object a test"
 else bad "bench --json lists: $(cat "$tmp/out" "$tmp/err" | tail -5)"; fi
+# two repetitions: a prompt-only test after a generation compares no tokens (it once compared
+# the generation's leftovers and called the run non-deterministic)
+if "$nib" bench synth:tiny-llama:Q4_0 -p 0,8 -n 4 -d 0,16 -r 2 -t 1 --device cpu >"$tmp/out" 2>"$tmp/err"; then
+    grep -q "differ between repetitions" "$tmp/err" && bad "bench lists -r 2: a warning: $(cat "$tmp/err")" \
+        || ok "bench lists with -r 2: exit 0, no determinism warning"
+else bad "bench lists with -r 2 failed: $(tail -2 "$tmp/err")"; fi
 if "$nib" bench synth:tiny-llama:Q4_0 -p 0 -n 0 -r 1 -t 1 --device cpu >/dev/null 2>"$tmp/err"; then bad "bench -p 0 -n 0 exits 0"
 else grep -q "nothing to time" "$tmp/err" && ok "bench -p 0 -n 0: nothing to time" || bad "bench -p 0 -n 0: $(cat "$tmp/err")"; fi
 if "$nib" bench synth:nope:Q4_0 -p 1 -n 1 -r 1 2>"$tmp/err"; then bad "bench synth with a bad shape exits 0"
