@@ -69,6 +69,7 @@ endif
 $(BUILD)/tests/gpu/%: tests/gpu/%.c tests/test.h $(BUILD)/libnib.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libnib.a $(LDLIBS)
+$(BUILD)/tests/test_split: tests/tiny_model.h
 test-gpu: $(GPU_TEST_BIN) $(BUILD)/nib
 	@status=0; for t in $(GPU_TEST_BIN); do echo "-- $$t"; $$t || status=1; done; \
 	echo "-- nib verify (models/)"; sh tests/gpu/verify_models.sh $(BUILD)/nib || status=1; exit $$status

@@ -190,6 +190,16 @@ nib_gguf *nib_gguf_open(const char *path, nib_error *err);
  * must be 8-byte aligned (malloc's are), as tensors are read in place. */
 nib_gguf *nib_gguf_open_memory(const void *data, size_t size, nib_error *err);
 void nib_gguf_close(nib_gguf *g);
+/* A model split across files (llama.cpp's gguf-split, gguf-py's writer:
+ * NAME-00001-of-00003.gguf, ...) opened from its first file: the others are
+ * opened from beside it, each checked as a file of its own and against its
+ * place (split.no, split.count, split.tensors.count, no tensor in two files),
+ * and their tensors join the first file's table; the metadata is the first
+ * file's. A file without split keys opens as with nib_gguf_open; a later
+ * split is an error naming the first. Closing closes them all. */
+nib_gguf *nib_gguf_open_split(const char *path, nib_error *err);
+int nib_gguf_n_splits(const nib_gguf *g);                /* 1 for one file */
+int nib_gguf_tensor_split(const nib_gguf *g, int64_t i); /* 0-based file of tensor i */
 
 uint32_t nib_gguf_version(const nib_gguf *g);
 uint32_t nib_gguf_alignment(const nib_gguf *g);

@@ -613,6 +613,87 @@ static void model_cases(void) {
     CASE("m-special-pad-300", "ok", "fail:padding_token_id = 300 is outside", t->extra = x_pad_300);
 }
 
+/* ---- split models: NAME-0000k-of-0000n.gguf, opened from the first ---------------------- */
+
+static void x_split_count_str(nib_gguf_writer *w) { nib_gguf_writer_add_str(w, "split.count", "3", NULL); }
+
+/* Writes t as 3 splits under NAME, then lets `after` break the set (delete,
+ * truncate or rename a file); the manifest lists split `listed`'s file (or
+ * `listed_as` when after renamed it). */
+static void split_case(const char *name, tiny_model *t, int listed, const char *listed_as,
+                       void (*after)(const char *prefix), const char *inspect, const char *run) {
+    char prefix[1024], file[200];
+    path_of(prefix, sizeof prefix, name);
+    t->n_split = 3;
+    nib_error err = {0};
+    if (tiny_write(t, prefix, &err) != NIB_OK) {
+        fprintf(stderr, "gen_hostile: %s: %s\n", name, err.msg);
+        n_failed++;
+        return;
+    }
+    if (after) after(prefix);
+    n_written++;
+    if (listed_as) snprintf(file, sizeof file, "%s", listed_as);
+    else snprintf(file, sizeof file, "%s-%05d-of-00003.gguf", name, listed);
+    expect(file, inspect, run);
+}
+
+static void split_path(char *buf, size_t n, const char *prefix, int k) { snprintf(buf, n, "%s-%05d-of-00003.gguf", prefix, k); }
+static void a_drop_third(const char *prefix) {
+    char p[1100];
+    split_path(p, sizeof p, prefix, 3);
+    remove(p);
+}
+static void a_truncate_second(const char *prefix) {
+    char p[1100];
+    split_path(p, sizeof p, prefix, 2);
+    size_t n;
+    uint8_t *b = read_all(p, &n);
+    FILE *f = b ? fopen(p, "wb") : NULL;
+    if (f) fwrite(b, 1, n / 2, f), fclose(f);
+    free(b);
+}
+static void a_rename_first(const char *prefix) {
+    char p[1100], q[1100];
+    split_path(p, sizeof p, prefix, 1);
+    snprintf(q, sizeof q, "%s.gguf", prefix);
+    rename(p, q);
+}
+
+#define SPLIT(name, listed, listed_as, after, inspect_run, ...) \
+    do {                                                        \
+        tiny_model t_;                                          \
+        tiny_defaults(&t_, false);                              \
+        tiny_model *t = &t_;                                    \
+        __VA_ARGS__;                                            \
+        split_case(name, t, listed, listed_as, after, inspect_run, inspect_run); \
+    } while (0)
+
+static void split_cases(void) {
+    SPLIT("s-valid", 1, NULL, NULL, "ok", (void)t);
+    SPLIT("s-second", 2, NULL, NULL,
+          "fail:s-second-00002-of-00003.gguf is split 2 of 3 of a model; open the first: .*s-second-00001-of-00003.gguf",
+          (void)t);
+    SPLIT("s-missing-third", 1, NULL, a_drop_third, "fail:split 3 of 3: .*s-missing-third-00003-of-00003.gguf: cannot open",
+          (void)t);
+    SPLIT("s-truncated-second", 1, NULL, a_truncate_second, "fail:split 2 of 3: .*s-truncated-second-00002-of-00003.gguf: ",
+          (void)t);
+    SPLIT("s-renamed", 0, "s-renamed.gguf", a_rename_first,
+          "fail:is split 1 of 3 of a model, but its name does not end in -00001-of-00003.gguf", (void)t);
+    SPLIT("s-no-wrong", 1, NULL, NULL, "fail:the file says it is split 3, but its name makes it split 2 of 3",
+          t->split_odd = 1, t->split_odd_no = 2);
+    SPLIT("s-no-missing", 1, NULL, NULL, "fail:split 2 of 3 has no split.no key", t->split_odd = 1, t->split_odd_no = -1);
+    SPLIT("s-count-differs", 1, NULL, NULL, "fail:s-count-differs-00003-of-00003.gguf: split.count is 4, the first file.s is 3",
+          t->split_odd = 2, t->split_odd_count = 4);
+    SPLIT("s-count-huge", 1, NULL, NULL, "fail:split.count = 70000 is out of range \\[1, 65535\\]", t->split_odd_count = 70000);
+    SPLIT("s-count-string", 1, NULL, NULL, "fail:split.count", t->split_odd_count = -1, t->extra = x_split_count_str);
+    SPLIT("s-tensors-count", 1, NULL, NULL, "fail:split.tensors.count says 5 tensors, the 3 splits hold [0-9]+",
+          t->split_odd_tensors = 5);
+    SPLIT("s-duplicate", 1, NULL, NULL,
+          "fail:tensor 'blk.0.attn_q.weight' is in both .*s-duplicate-0000[12]-of-00003.gguf and .*s-duplicate-00003-of",
+          t->split_dup = "blk.0.attn_q.weight");
+}
+
 /* ---- seeds for the fuzz harnesses ---------------------------------------------------- */
 
 static bool mkdir_p(const char *path) { return mkdir(path, 0755) == 0 || errno == EEXIST; }
@@ -801,6 +882,7 @@ int main(int argc, char **argv) {
     if (!b || !walk(b, base_n, &base_L)) return fprintf(stderr, "gen_hostile: cannot walk %s\n", path), 1;
     reader_cases();
     model_cases();
+    split_cases();
     free(b);
     fclose(manifest);
     printf("gen_hostile: %d files in %s\n", n_written, out_dir);

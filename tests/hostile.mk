@@ -61,8 +61,9 @@ san-nib: $(SAN)/nib
 # C unit tests under the sanitizers: the reader's and the formats' in `make test`
 # (a second or two each); in `make fuzz` also the chat templates, ops and CPU
 # kernels. test_tokenizer is left out: its speed checks assume an optimised build.
-SAN_TESTS_SHORT := $(SAN)/tests/test_gguf $(SAN)/tests/test_formats
+SAN_TESTS_SHORT := $(SAN)/tests/test_gguf $(SAN)/tests/test_formats $(SAN)/tests/test_split
 SAN_TESTS_LONG  := $(SAN_TESTS_SHORT) $(SAN)/tests/test_chat_template $(SAN)/tests/test_ops $(SAN)/tests/test_cpu
+$(SAN)/tests/test_split: tests/tiny_model.h
 $(SAN)/tests/%: tests/%.c tests/test.h $(SAN)/libnib.a
 	@mkdir -p $(dir $@)
 	$(SAN_CC) $(SAN_CFLAGS) -Itests -o $@ $< $(SAN)/libnib.a $(SAN_LDLIBS)

@@ -49,6 +49,14 @@ typedef struct tiny_model {
     float poison;              /* nonzero: every weight of odd_tensor becomes this (NaN, inf; float types only) */
     bool extra_tensor;         /* add a tensor no architecture uses */
     void (*extra)(nib_gguf_writer *w);  /* more keys, after the usual ones */
+    /* split files (llama.cpp's gguf-split layout): n_split > 1 writes
+     * PATH-0000k-of-0000n.gguf, the metadata in the first, tensor i in file
+     * i % n_split, each file with split.no, split.count, split.tensors.count */
+    int n_split;
+    /* nonzero: these replace the split keys of file split_odd (0-based); a
+     * value < 0 leaves the key out */
+    int split_odd, split_odd_no, split_odd_count, split_odd_tensors;
+    const char *split_dup;     /* this tensor is written to the last file too */
 } tiny_model;
 
 static void tiny_defaults(tiny_model *t, bool spm) {
@@ -162,8 +170,12 @@ static float tiny_normal(tiny_rng *r) {
     return acc;
 }
 
+#define TINY_MAX_SPLITS 4
+
 typedef struct tiny_writer {
-    nib_gguf_writer *w;
+    nib_gguf_writer *w;        /* the first file's */
+    nib_gguf_writer *ws[TINY_MAX_SPLITS];
+    int n_ws, n_added;
     const tiny_model *t;
     tiny_rng rng;
     void *blobs[64];  /* tensor data, alive until the file is written */
@@ -201,7 +213,11 @@ static void tiny_tensor(tiny_writer *tw, const char *name, nib_type type, int64_
     free(row);
     tw->blobs[tw->n_blobs++] = data;
     int64_t ne[2] = {ne0, ne1};
-    if (nib_gguf_writer_add_tensor(tw->w, name, type, ne1 ? 2 : 1, ne, data, tw->err) != NIB_OK) tw->ok = false;
+    nib_gguf_writer *w = tw->ws[tw->n_added++ % tw->n_ws];
+    if (nib_gguf_writer_add_tensor(w, name, type, ne1 ? 2 : 1, ne, data, tw->err) != NIB_OK) tw->ok = false;
+    if (t->split_dup && !strcmp(t->split_dup, name) && w != tw->ws[tw->n_ws - 1] &&
+        nib_gguf_writer_add_tensor(tw->ws[tw->n_ws - 1], name, type, ne1 ? 2 : 1, ne, data, tw->err) != NIB_OK)
+        tw->ok = false;
 }
 
 static bool tiny_key(const tiny_model *t, const char *key) { return !(t->skip_key && !strcmp(t->skip_key, key)); }
@@ -217,14 +233,19 @@ static const char tiny_chat_template[] =
 
 /* Writes the model t describes to path. */
 static nib_status tiny_write(const tiny_model *t, const char *path, nib_error *err) {
-    tiny_writer tw = {nib_gguf_writer_new(), t, {0x5eed}, {0}, 0, err, true};
-    if (!tw.w) {
+    tiny_writer tw = {nib_gguf_writer_new(), {NULL}, 1, 0, t, {0x5eed}, {0}, 0, err, true};
+    tw.ws[0] = tw.w;
+    int n_split = t->n_split > 1 ? (t->n_split < TINY_MAX_SPLITS ? t->n_split : TINY_MAX_SPLITS) : 1;
+    for (; tw.n_ws < n_split; tw.n_ws++)
+        if (!(tw.ws[tw.n_ws] = nib_gguf_writer_new())) tw.ok = false;
+    if (!tw.w || !tw.ok) {
+        for (int k = 0; k < tw.n_ws; k++) nib_gguf_writer_free(tw.ws[k]);
         snprintf(err->msg, sizeof err->msg, "out of memory");
         return err->status = NIB_ERR_NOMEM;
     }
     tiny_vocab *v = calloc(1, sizeof *v);
     if (!v) {
-        nib_gguf_writer_free(tw.w);
+        for (int k = 0; k < tw.n_ws; k++) nib_gguf_writer_free(tw.ws[k]);
         snprintf(err->msg, sizeof err->msg, "out of memory");
         return err->status = NIB_ERR_NOMEM;
     }
@@ -294,9 +315,22 @@ static nib_status tiny_write(const tiny_model *t, const char *path, nib_error *e
 #undef TINY_LAYER
     }
     if (t->extra_tensor) tiny_tensor(&tw, "blk.0.ffn_surprise.weight", NIB_TYPE_F32, 32, 0, 1.0f, 0);
-    nib_status s = tw.ok ? nib_gguf_writer_write(w, path, err) : (err->status ? err->status : NIB_ERR_ARG);
+    nib_status s = tw.ok ? NIB_OK : (err->status ? err->status : NIB_ERR_ARG);
+    if (s == NIB_OK && n_split == 1) s = nib_gguf_writer_write(w, path, err);
+    for (int k = 0; k < n_split && s == NIB_OK; k++) {
+        int sv[3] = {k, n_split, tw.n_added + (t->split_dup ? 1 : 0)};
+        if (t->split_odd == k && t->split_odd_no) sv[0] = t->split_odd_no;
+        if (t->split_odd == k && t->split_odd_count) sv[1] = t->split_odd_count;
+        if (t->split_odd == k && t->split_odd_tensors) sv[2] = t->split_odd_tensors;
+        static const char *const keys[3] = {"split.no", "split.count", "split.tensors.count"};
+        for (int j = 0; j < 3 && s == NIB_OK; j++)
+            if (sv[j] >= 0) s = nib_gguf_writer_add_u32(tw.ws[k], keys[j], (uint32_t)sv[j], err);
+        char p[1024];
+        snprintf(p, sizeof p, "%s-%05d-of-%05d.gguf", path, k + 1, n_split);
+        if (s == NIB_OK) s = nib_gguf_writer_write(tw.ws[k], p, err);
+    }
     for (int i = 0; i < tw.n_blobs; i++) free(tw.blobs[i]);
-    nib_gguf_writer_free(w);
+    for (int k = 0; k < tw.n_ws; k++) nib_gguf_writer_free(tw.ws[k]);
     free(v->long_text);
     free(v);
     return s;

@@ -103,21 +103,27 @@ static void print_bytes(uint64_t b, char *out, size_t n) {
 
 static int inspect_file(const char *path) {
     nib_error err;
-    nib_gguf *g = nib_gguf_open(path, &err);
+    nib_gguf *g = nib_gguf_open_split(path, &err);
     if (!g) {
         fprintf(stderr, "nib inspect: %s\n", err.msg);
         return 1;
     }
     char size[32];
     print_bytes(nib_gguf_file_size(g), size, sizeof size);
-    printf("%s: GGUF v%u, %lld metadata keys, %lld tensors, alignment %u, data at byte %llu, %s\n\n", path,
+    int n_splits = nib_gguf_n_splits(g);
+    printf("%s: GGUF v%u, %lld metadata keys, %lld tensors, alignment %u, data at byte %llu, %s\n", path,
            nib_gguf_version(g), (long long)nib_gguf_n_kv(g), (long long)nib_gguf_n_tensors(g), nib_gguf_alignment(g),
            (unsigned long long)nib_gguf_data_offset(g), size);
+    if (n_splits > 1)
+        printf("split 1 of %d: the tensors of all %d files are listed, each offset within its own file's data section\n",
+               n_splits, n_splits);
+    printf("\n");
 
     printf("metadata:\n");
     for (int64_t i = 0; i < nib_gguf_n_kv(g); i++) print_kv(nib_gguf_kv_at(g, i));
 
-    printf("\ntensors:\n  %5s  %-40s %-8s %-24s %12s %12s\n", "#", "name", "type", "shape", "bytes", "offset");
+    printf("\ntensors:\n  %5s  %-40s %-8s %-24s %12s %12s%s\n", "#", "name", "type", "shape", "bytes", "offset",
+           n_splits > 1 ? "  split" : "");
     uint64_t bytes_by_type[NIB_TYPE_COUNT] = {0}, count_by_type[NIB_TYPE_COUNT] = {0};
     uint64_t elems_total = 0, bytes_total = 0;
     for (int64_t i = 0; i < nib_gguf_n_tensors(g); i++) {
@@ -132,8 +138,10 @@ static int inspect_file(const char *path) {
         for (int d = 0; d < NIB_GGUF_MAX_DIMS; d++) elems *= (uint64_t)t->ne[d];
         printf("  %5lld  ", (long long)i);
         print_name(t->name, 40);
-        printf(" %-8s %-24s %12llu %12llu\n", nib_type_name(t->type), shape, (unsigned long long)t->n_bytes,
+        printf(" %-8s %-24s %12llu %12llu", nib_type_name(t->type), shape, (unsigned long long)t->n_bytes,
                (unsigned long long)t->offset);
+        if (n_splits > 1) printf("  %5d", nib_gguf_tensor_split(g, i) + 1);
+        printf("\n");
         bytes_by_type[t->type] += t->n_bytes;
         count_by_type[t->type]++;
         elems_total += elems;

@@ -129,7 +129,7 @@ int cmd_tokenize(int argc, char **argv) {
     nib_tokenizer *tok = NULL;
     int32_t *ids = NULL;
     int64_t n = 0;
-    nib_gguf *g = nib_gguf_open(model, &err);
+    nib_gguf *g = nib_gguf_open_split(model, &err);
     if (!g) {
         fprintf(stderr, "nib tokenize: %s\n", err.msg);
         goto done;

@@ -311,11 +311,13 @@ int cli_session_open(cli_session *s, const cli_opts *o, bool with_ctx) {
                     n_ctx, train, train);
     }
     const nib_hparams *hp = &s->model->hp;
-    char ctx_note[48] = "";
+    char ctx_note[48] = "", split_note[48] = "";
     if (s->ctx) snprintf(ctx_note, sizeof ctx_note, ", context %d", nib_ctx_n_ctx(s->ctx));
-    fprintf(stderr, "nib: %s, %d layers, %d embd, %d heads (%d kv), vocab %d, %.1f MiB of weights%s; loaded in %.2f s\n",
+    if (nib_gguf_n_splits(s->model->gguf) > 1)
+        snprintf(split_note, sizeof split_note, " in %d split files", nib_gguf_n_splits(s->model->gguf));
+    fprintf(stderr, "nib: %s, %d layers, %d embd, %d heads (%d kv), vocab %d, %.1f MiB of weights%s%s; loaded in %.2f s\n",
             hp->arch_name, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->n_vocab,
-            (double)s->model->weight_bytes / (1 << 20), ctx_note, cli_now_s() - t0);
+            (double)s->model->weight_bytes / (1 << 20), split_note, ctx_note, cli_now_s() - t0);
     return 0;
 }
 

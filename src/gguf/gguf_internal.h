@@ -24,6 +24,12 @@ struct nib_gguf {
     int64_t n_tensors;
     nib_gguf_tensor *tensors;    /* (n_tensors) */
     uint64_t *tensor_info_offset;/* (n_tensors) file offset of each tensor's info, for messages */
+
+    /* a split model opened from its first file (gguf_split.c): the other
+     * files, owned here, and which file holds each tensor; else 0 and NULL */
+    int n_splits;
+    struct nib_gguf **splits;    /* (n_splits) [0] unused: this file */
+    int32_t *tensor_split;       /* (n_tensors) */
 };
 
 #endif

@@ -493,6 +493,9 @@ void nib_gguf_close(nib_gguf *g) {
     free(g->kvs);
     free(g->tensors);
     free(g->tensor_info_offset);
+    for (int i = 1; i < g->n_splits; i++) nib_gguf_close(g->splits[i]);
+    free(g->splits);
+    free(g->tensor_split);
     if (g->mapped) munmap(g->mapped, g->mapped_size);
     free(g);
 }

@@ -230,7 +230,7 @@ static nib_status bind_all(nib_loader *ld, nib_model *m, const nib_arch_desc *ar
 }
 
 nib_model *nib_model_load(const char *path, nib_error *err) {
-    nib_gguf *g = nib_gguf_open(path, err);
+    nib_gguf *g = nib_gguf_open_split(path, err);
     return g ? nib_model_load_gguf(g, path, err) : NULL;
 }
 

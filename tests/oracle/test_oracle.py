@@ -20,6 +20,7 @@ block counts as a table (the closing note of the format work quotes it).
 import argparse
 import ctypes
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -326,6 +327,72 @@ def test_gguf_to_gguf_py(lib, rng, tmp):
     report(ok, "gguf-py reads nib's tensors back (types, shapes, bytes)")
 
 
+def split_with_gguf_py(src, dst, **split_args):
+    """Writes src again through gguf-py's writer as split files (dst's stem
+    -00001-of-0000N.gguf, ...); returns their paths."""
+    r = gguf.GGUFReader(src)
+    w = gguf.GGUFWriter(dst, r.fields["general.architecture"].contents(), **split_args)
+    for f in r.fields.values():
+        if f.name.startswith("GGUF.") or f.name == "general.architecture":
+            continue  # the header's fields, and the key the writer adds itself
+        sub = f.types[-1] if f.types[0] == gguf.GGUFValueType.ARRAY else None
+        w.add_key_value(f.name, f.contents(), f.types[0], sub_type=sub)
+    for t in r.tensors:
+        w.add_tensor(t.name, t.data, raw_dtype=t.tensor_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    stem = os.path.splitext(dst)[0]
+    return sorted(os.path.join(os.path.dirname(dst), f) for f in os.listdir(os.path.dirname(dst))
+                  if f.startswith(os.path.basename(stem) + "-0"))
+
+
+def tensor_lines(out):
+    """name, type, shape and bytes of each tensor row of `nib inspect`."""
+    rows = {}
+    for line in out.splitlines():
+        m = re.match(r"\s+\d+\s+(\S+)\s+(\S+)\s+(\d+(?: x \d+)*)\s+(\d+)\s+\d+(\s+\d+)?$", line)
+        if m:
+            rows[m.group(1)] = (m.group(2), m.group(3), m.group(4))
+    return rows
+
+
+def test_split_from_gguf_py(nib, tmp):
+    """Models split by gguf-py's writer (the layout of llama.cpp's gguf-split)
+    run from their first file exactly as the one file does: the same tensors in
+    `nib inspect`, the same greedy text; a later split names the first."""
+    cases = [("tiny-llama", "Q4_K_M", {"split_max_tensors": 7}),
+             ("tiny-qwen2", "Q8_0", {"split_max_size": 300_000})]
+    for shape, ftype, how in cases:
+        one = os.path.join(tmp, f"one-{shape}.gguf")
+        p = subprocess.run([nib, "synth", "--shape", shape, "--type", ftype, "-o", one], capture_output=True, text=True)
+        if p.returncode != 0:
+            report(False, f"nib synth {shape} {ftype}", p.stderr.strip())
+            continue
+        d = os.path.join(tmp, f"split-{shape}")
+        os.mkdir(d)
+        files = split_with_gguf_py(one, os.path.join(d, f"{shape}.gguf"), **how)
+        what = f"{shape} {ftype} in {len(files)} files by gguf-py ({how})"
+        if len(files) < 3:
+            report(False, f"{what}: gguf-py wrote at least 3 splits", f"{files}")
+            continue
+        ins = [subprocess.run([nib, "inspect", f], capture_output=True, text=True) for f in (one, files[0])]
+        ok = all(x.returncode == 0 for x in ins) and f"split 1 of {len(files)}" in ins[1].stdout
+        a, b = (tensor_lines(x.stdout) for x in ins) if ok else ({}, {})
+        report(ok and a == b and len(a) > 10, f"{what}: nib inspect lists the one file's tensors",
+               f"{ins[1].stderr.strip()} {len(a)} vs {len(b)} rows")
+        args = ["run", "-p", "hello world", "-n", "24", "--temp", "0", "-t", "2"]
+        runs = [subprocess.run([nib] + args[:1] + [f] + args[1:], capture_output=True) for f in (one, files[0])]
+        ok = all(x.returncode == 0 for x in runs) and len(runs[0].stdout) > 0
+        ok = ok and runs[0].stdout == runs[1].stdout and b" split files" in runs[1].stderr
+        report(ok, f"{what}: nib run gives the one file's greedy text",
+               "" if ok else runs[1].stderr.decode(errors="replace").strip()[-300:])
+        p = subprocess.run([nib, "run", files[1], "-p", "x"], capture_output=True, text=True)
+        ok = p.returncode != 0 and f"is split 2 of {len(files)}" in p.stderr and os.path.basename(files[0]) in p.stderr
+        report(ok, f"{what}: the second split names the first", "" if ok else p.stderr.strip())
+
+
 def test_real_models(lib, models_dir):
     """Real weights: rows of every quantized tensor of the test models, dequantized
     by nib and by gguf-py, must be bit-identical (real scales, real codes)."""
@@ -427,6 +494,7 @@ def main():
         test_gguf_from_gguf_py(args.nib, rng, tmp)
         test_gguf_to_gguf_py(lib, rng, tmp)
         test_synth_files(lib, args.nib, tmp)
+        test_split_from_gguf_py(args.nib, tmp)
 
     lines = ["| type | blocks dequantized, bit-identical | blocks quantized, byte-identical |", "|---|---|---|"]
     for name, c in COUNTS.items():
