@@ -206,5 +206,31 @@ else
     echo "skip  --ignore-eos: $smol is not here (make models)"
 fi
 
+# -p's escapes, as llama.cpp reads them (-e, the default): the echoed prompt holds the bytes;
+# --no-escape keeps the backslashes; \x00 is an error, not a shorter prompt
+if [ -f "$smol" ]; then
+    "$nib" run "$smol" -p 'one\ntwo\tthree \x41\q \\n' -n 0 --echo -t 1 >"$tmp/a" 2>/dev/null
+    printf 'one\ntwo\tthree A\\q \\n\n' >"$tmp/want"
+    "$nib" run "$smol" -p 'one\ntwo' -n 0 --echo -t 1 --no-escape >"$tmp/b" 2>/dev/null
+    printf 'one\\ntwo\n' >"$tmp/want_b"
+    cmp -s "$tmp/a" "$tmp/want" && cmp -s "$tmp/b" "$tmp/want_b" \
+        && ok "-p reads backslash escapes as llama.cpp (newline, tab, hex byte, backslash; an unknown one stays); --no-escape keeps them" \
+        || bad "escapes: $(od -c "$tmp/a" | head -2 | tr '\\' '/') / $(od -c "$tmp/b" | head -1 | tr '\\' '/')"
+else
+    echo "skip  -p escapes: $smol is not here (make models)"
+fi
+if "$nib" run "$tmp/synth-Q8_0.gguf" -p 'a\x00b' -n 1 2>"$tmp/err"; then bad "-p with a NUL byte escape exits 0"
+else grep -q 'holds \\x00, a NUL byte' "$tmp/err" && ok "-p with a NUL byte escape: clear error" || bad "NUL escape message: $(cat "$tmp/err" | tr '\\' '/')"; fi
+# -n -1 (llama.cpp's "no limit"): generation runs to the end of the context and says so
+if "$nib" run "$tmp/synth-Q8_0.gguf" -p hello -n -1 -c 24 --ignore-eos --temp 0 -t 1 >/dev/null 2>"$tmp/err"; then
+    g=$(sed -n 's/.*generated \([0-9]*\) tokens.*/\1/p' "$tmp/err")
+    grep -q "the context of 24 tokens is full" "$tmp/err" && [ "${g:-0}" -gt 10 ] \
+        && ok "-n -1 generates to the end of the context ($g tokens)" || bad "-n -1: $(cat "$tmp/err")"
+else bad "-n -1 failed: $(tail -2 "$tmp/err")"; fi
+if "$nib" run "$tmp/synth-Q8_0.gguf" -p hello -n -2 2>"$tmp/err"; then bad "-n -2 exits 0"
+else grep -q -- "-n must be an integer in \[-1, " "$tmp/err" && ok "-n -2: range error" || bad "-n -2 message: $(cat "$tmp/err")"; fi
+if "$nib" verify "$tmp/synth-Q8_0.gguf" -n -1 2>"$tmp/err"; then bad "verify -n -1 exits 0"
+else grep -q "no end to compare" "$tmp/err" && ok "verify -n -1: clear error" || bad "verify -n -1 message: $(cat "$tmp/err")"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

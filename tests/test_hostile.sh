@@ -135,7 +135,7 @@ expect_cli "-ngl 99: the GPU, or the CPU saying why" "ok:(no usable GPU \\(.+\\)
     run "$tiny" -ngl 99 -n 2 --temp 0 -p hi
 expect_cli "-ngl and --device together" "fail:give -ngl or --device, not both" -- run "$tiny" -ngl 0 --device cpu -p hi
 expect_cli "-ngl below -1" "fail:-ngl must be an integer in \\[-1, 1048576\\], got '-2'" -- run "$tiny" -ngl -2 -p hi
-expect_cli "negative token count" "fail:-n must be an integer in \[0, " -- run "$tiny" -n -1 -p hi
+expect_cli "token count below -1" "fail:-n must be an integer in \[-1, " -- run "$tiny" -n -2 -p hi
 expect_cli "token count not a number" "fail:-n must be an integer" -- run "$tiny" -n 12abc -p hi
 expect_cli "token count past int32" "fail:-n must be an integer" -- run "$tiny" -n 99999999999999999999 -p hi
 expect_cli "negative context" "fail:-c must be an integer in \[0, " -- run "$tiny" -c -5 -p hi

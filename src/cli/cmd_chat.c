@@ -141,8 +141,10 @@ int cmd_chat(int argc, char **argv) {
         /* too long with room for a reply: leave out the oldest exchanges
          * (owned[0..1]: the first user message and its reply) */
         const int first = o.system ? 1 : 0, n_ctx = nib_ctx_n_ctx(s.ctx);
+        /* -n -1 (a reply until its end of turn): keep a quarter of the context for it */
+        const int room = o.n_predict < 0 ? n_ctx / 4 : o.n_predict;
         int dropped = 0;
-        while (n_ids + o.n_predict > n_ctx && n_owned >= 3) {
+        while (n_ids + room > n_ctx && n_owned >= 3) {
             free(ids), ids = NULL;
             free(owned[0]), free(owned[1]);
             memmove(owned, owned + 2, (size_t)(n_owned - 2) * sizeof *owned);
@@ -153,10 +155,10 @@ int cmd_chat(int argc, char **argv) {
         if (dropped)
             fprintf(stderr, "nib chat: %d oldest exchange%s left out to fit the context of %d\n", dropped,
                     dropped > 1 ? "s" : "", n_ctx);
-        if (n_ids + o.n_predict > n_ctx) {
+        if (n_ids + room > n_ctx) {
             fprintf(stderr, "nib chat: the message (%lld tokens with the template%s) does not fit the context of %d "
-                    "with room for a reply of %d (-n); raise -c or lower -n\n", (long long)n_ids,
-                    o.system ? " and the system message" : "", n_ctx, o.n_predict);
+                    "with room for a reply of %d (-n%s); raise -c or lower -n\n", (long long)n_ids,
+                    o.system ? " and the system message" : "", n_ctx, room, o.n_predict < 0 ? " -1: a quarter" : "");
             free(ids);
             n_msgs--;
             free(owned[--n_owned]);

@@ -130,6 +130,10 @@ int cmd_verify(int argc, char **argv) {
     o.n_predict = 64;
     int rc = cli_parse(&o, argc, argv, CLI_F_PROMPT | CLI_F_SAMPLING | CLI_F_CONTEXT, usage);
     if (rc) return rc == 1 ? 0 : 2;
+    if (o.n_predict < 0) {
+        fprintf(stderr, "nib verify: -n -1 has no end to compare; give the number of greedy steps\n");
+        return 2;
+    }
     char *prompt = (o.prompt || o.prompt_file) ? cli_read_prompt(&o) : strdup(default_prompt);
     if (!prompt) return 1;
     cli_session s;

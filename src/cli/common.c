@@ -4,6 +4,7 @@
 #include "cuda/cuda.h"
 #include "model/synth.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -66,7 +67,11 @@ static const flag flags[] = {
     {NULL, "--echo", CLI_F_PROMPT, ARG_NONE, OFF(echo), 0, 0, "print the prompt before the generated text"},
     {NULL, "--truncate", CLI_F_PROMPT, ARG_NONE, OFF(truncate), 0, 0,
      "keep the end of a prompt longer than the context instead of failing"},
-    {"-n", "--n-predict", CLI_F_SAMPLING, ARG_INT, OFF(n_predict), 0, 1 << 30, "tokens to generate (default 256)"},
+    {"-e", "--escape", CLI_F_PROMPT | CLI_F_SAMPLING, ARG_NONE, OFF(escape), 0, 0,
+     "read \\n \\r \\t \\' \\\" \\\\ \\xHH in -p and --stop as llama.cpp does (the default; -f's file is taken as it is)"},
+    {NULL, "--no-escape", CLI_F_PROMPT | CLI_F_SAMPLING, ARG_NONE, OFF(no_escape), 0, 0, "take -p and --stop text as it is"},
+    {"-n", "--n-predict", CLI_F_SAMPLING, ARG_INT, OFF(n_predict), -1, 1 << 30,
+     "tokens to generate (default 256; -1 = until the end of generation or of the context)"},
     {NULL, "--temp", CLI_F_SAMPLING, ARG_FLOAT, OFF(sp.temp), 0, 100, "temperature; 0 = greedy (default 0.8)"},
     {NULL, "--top-k", CLI_F_SAMPLING, ARG_INT, OFF(sp.top_k), 0, 1 << 30, "top-k, 0 = off (default 40)"},
     {NULL, "--top-p", CLI_F_SAMPLING, ARG_FLOAT, OFF(sp.top_p), 1e-9, 1, "top-p, 1 = off (default 0.95)"},
@@ -135,6 +140,33 @@ void cli_print_flags(FILE *f, unsigned groups) {
                  fl->long_name, fl->kind == ARG_NONE ? "" : fl->kind == ARG_STR ? " S" : fl->kind == ARG_INT_LIST ? " N,.." : " N");
         fprintf(f, "  %-28s %s\n", names, fl->help);
     }
+}
+
+/* llama.cpp's escapes, in place (the text only shrinks): \n \r \t \' \" \\
+ * and \xHH; any other backslash stays as it is. Nonzero for \x00, which would
+ * end the C string early: an error rather than a silently shorter prompt. */
+static int unescape(char *s) {
+    char *w = s;
+    for (const char *r = s; *r; r++) {
+        if (r[0] != '\\' || !r[1]) {
+            *w++ = *r;
+            continue;
+        }
+        static const char from[] = "nrt'\"\\", to[] = "\n\r\t'\"\\";
+        const char *k = strchr(from, r[1]);
+        if (k) {
+            *w++ = to[k - from], r++;
+        } else if (r[1] == 'x' && isxdigit((unsigned char)r[2]) && isxdigit((unsigned char)r[3])) {
+            char hex[3] = {r[2], r[3], 0};
+            long v = strtol(hex, NULL, 16);
+            if (v == 0) return 1;
+            *w++ = (char)v, r += 3;
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = 0;
+    return 0;
 }
 
 int cli_parse(cli_opts *o, int argc, char **argv, unsigned groups, void (*usage)(FILE *f)) {
@@ -215,6 +247,24 @@ int cli_parse(cli_opts *o, int argc, char **argv, unsigned groups, void (*usage)
             if (fl->kind == ARG_INT) *(int32_t *)field = (int32_t)x;
             else *(float *)field = (float)x;
         }
+    }
+    if (o->escape && o->no_escape) {
+        fprintf(stderr, "nib %s: give -e or --no-escape, not both\n", argv[0]);
+        return 2;
+    }
+    /* the strings point into argv, which is the program's to change */
+    if (!o->no_escape) {
+        if (o->prompt && unescape((char *)o->prompt)) {
+            fprintf(stderr, "nib %s: -p holds \\x00, a NUL byte, which a prompt cannot hold (--no-escape takes the text as it is)\n",
+                    argv[0]);
+            return 2;
+        }
+        for (int k = 0; k < o->n_stops; k++)
+            if (unescape((char *)o->stops[k]) || !o->stops[k][0]) {
+                fprintf(stderr, "nib %s: --stop '%s' holds \\x00 or nothing once its escapes are read\n", argv[0],
+                        o->stops[k]);
+                return 2;
+            }
     }
     if (!o->model) {
         fprintf(stderr, "nib %s: no model file given\n", argv[0]);

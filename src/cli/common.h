@@ -30,12 +30,13 @@ typedef struct cli_opts {
     const char *system;       /* --system (chat) */
     const char *chat_template;/* --chat-template NAME|FILE */
     const char *device;       /* --device cpu|cuda */
-    int32_t n_predict;        /* -n */
+    int32_t n_predict;        /* -n; -1: until the end of generation or of the context */
     int32_t n_ctx;            /* -c; CLI_CTX_UNSET when not given (use cli_ctx_size) */
     int32_t n_batch;          /* -b */
     int32_t n_threads;        /* -t */
     int32_t n_gpu_layers;     /* -ngl; CLI_NGL_UNSET when not given */
     bool echo, truncate, kv_f32, no_display_prompt, pieces, json, ignore_eos;
+    bool escape, no_escape;   /* -e (the default, as llama.cpp's), --no-escape */
     nib_sampler_params sp;
     const char *stops[CLI_MAX_STOPS];
     int n_stops;

@@ -112,7 +112,9 @@ void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int
     }
     r->stop = GEN_STOP_LIMIT;
     const bool greedy = nib_sampler_is_greedy(smp);
-    for (int64_t i = 0; i < o->n_predict; i++) {
+    /* -n -1: no limit but the end of generation, a stop string or the context */
+    const int64_t n_max = o->n_predict < 0 ? INT64_MAX : o->n_predict;
+    for (int64_t i = 0; i < n_max; i++) {
         /* greedy, or sampling the device did, needs no logits on the host */
         const int32_t dev_id = nib_ctx_sampled(s->ctx);
         int32_t id = o->ignore_eos ? pick_without_eog(s, smp, masked, eog, n_eog)
@@ -154,8 +156,8 @@ void cli_generate(cli_session *s, const cli_opts *o, nib_sampler *smp, const int
             r->stop = GEN_STOP_CONTEXT;
             break;
         }
-        if (i + 1 < o->n_predict) arm_device_sampling(s, o, smp);
-        if (i + 1 < o->n_predict && nib_ctx_decode(s->ctx, &id, 1, NULL, &err) != NIB_OK) {
+        if (i + 1 < n_max) arm_device_sampling(s, o, smp);
+        if (i + 1 < n_max && nib_ctx_decode(s->ctx, &id, 1, NULL, &err) != NIB_OK) {
             fprintf(stderr, "\nnib: %s\n", err.msg);
             r->stop = GEN_STOP_ERROR;
             break;
