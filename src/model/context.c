@@ -371,8 +371,7 @@ static nib_status attention_block(nib_ctx *c, const nib_layer *l, int il, int64_
     add_bias(c->v, &l->bv, n_tok, c->kv_v_row);
     if (l->q_norm.data) norm_rows(c->q, c->q, &l->q_norm, n_tok * hp->n_head, hp->head_dim_k, hp->norm_eps);
     if (l->k_norm.data) norm_rows(c->k, c->k, &l->k_norm, n_tok * hp->n_head_kv, hp->head_dim_k, hp->norm_eps);
-    nib_rope rope = {hp->n_rot, hp->rope_kind == NIB_ROPE_NEOX, l->rope_base, l->rope_scale,
-                     m->rope_freqs.data ? (const float *)m->rope_freqs.data : NULL};
+    nib_rope rope = {hp->n_rot, hp->rope_kind == NIB_ROPE_NEOX, l->rope_base, l->rope_scale, m->rope_ff};
     for (int64_t t = 0; t < n_tok; t++) {
         float *cs = c->rope_cs + t * hp->n_rot;
         nib_rope_table(cs, c->pos + t, &rope);

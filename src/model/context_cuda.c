@@ -378,7 +378,7 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
             nib_error_set(err, NIB_ERR_NOMEM, "out of host memory");
             goto fail;
         }
-        const float *ff = m->rope_freqs.data ? (const float *)m->rope_freqs.data : NULL;
+        const float *ff = m->rope_ff;
         for (int il = 0; il < hp->n_layer; il++)
             for (int i = 0; i < half; i++) {
                 double f = pow((double)m->layers[il].rope_base, -2.0 * i / (double)hp->n_rot);

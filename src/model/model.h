@@ -76,6 +76,15 @@ typedef struct nib_model {
     nib_weight output_norm;     /* (n_embd) */
     nib_weight output;          /* (n_embd, n_vocab); tok_embd when tied */
     nib_weight rope_freqs;      /* optional (n_rot/2) frequency divisors (Llama 3.1 rope scaling) */
+    /* the (n_rot/2) frequency divisors both backends use: rope_freqs, times
+     * YaRN's (rope_scaling.c); NULL for none */
+    const float *rope_ff;
+    float *rope_ff_owned;       /* rope_ff when computed here */
+    struct {
+        bool on;
+        int32_t n_ctx_orig;
+        float ext_factor, attn_factor, rope_attn_factor, beta_fast, beta_slow;
+    } yarn;                     /* {arch}.rope.scaling.* when the type is yarn */
     nib_layer *layers;          /* (n_layer) */
     uint64_t weight_bytes;      /* bytes of all weights a decode step reads */
 } nib_model;
@@ -115,6 +124,18 @@ nib_status nib_ld_weight(nib_loader *ld, nib_weight *w, const char *name, int64_
 /* Same for "blk.<il>.<suffix>". */
 nib_status nib_ld_layer_weight(nib_loader *ld, nib_weight *w, int il, const char *suffix, int64_t ne0, int64_t ne1,
                                bool required);
+
+/* RoPE scaling (rope_scaling.c): the type and factor (every layer's
+ * rope_scale) and YaRN's settings, read before the layers are bound; after
+ * them (and the architecture's per-layer changes) the frequency divisors and
+ * YaRN's attention factor. */
+nib_status nib_read_rope_scaling(nib_loader *ld, nib_model *m);
+nib_status nib_finish_rope_scaling(nib_loader *ld, nib_model *m);
+/* YaRN's per-pair frequency divisors (n_rot/2) for a model of base `base`
+ * scaled by `factor` from n_ctx_orig positions, and its cos/sin scale. */
+void nib_yarn_freq_divisors(float *div, int n_rot, float base, float factor, int n_ctx_orig, float ext_factor,
+                            float beta_fast, float beta_slow);
+float nib_yarn_mscale(float factor, float ext_factor, float attn_factor);
 
 /* The shared layer binding: norms, q/k/v/o, ffn (every architecture has these). */
 nib_status nib_bind_common_layer(nib_loader *ld, nib_model *m, int il, nib_layer *l);

@@ -155,26 +155,12 @@ static nib_status read_common_hparams(nib_loader *ld, nib_hparams *hp) {
 
 /* Rope settings every layer starts with (architectures may override per layer). */
 static nib_status read_rope(nib_loader *ld, nib_model *m) {
-    float base, scale = 1.0f;
+    float base;
     nib_status s;
     if ((s = nib_ld_f32_or(ld, "rope.freq_base", 10000.0f, &base))) return s;
-    char key[128];
-    snprintf(key, sizeof key, "%s.rope.scaling.type", ld->arch);
-    nib_str type;
-    if (nib_gguf_get_str(ld->g, key, &type, NULL) == NIB_OK && type.len == 6 && !memcmp(type.ptr, "linear", 6)) {
-        float factor;
-        if ((s = nib_ld_f32_or(ld, "rope.scaling.factor", 1.0f, &factor))) return s;
-        /* 0 means "no scaling", as in llama.cpp; a negative factor would run positions backwards */
-        if (factor < 0.0f)
-            return nib_error_set(ld->err, NIB_ERR_FORMAT, "%s.rope.scaling.factor = %g must not be negative", ld->arch,
-                                 (double)factor);
-        if (factor > 0.0f) scale = factor;
-    }
     if (!(base > 0.0f)) return nib_error_set(ld->err, NIB_ERR_FORMAT, "%s.rope.freq_base must be positive", ld->arch);
-    for (int il = 0; il < m->hp.n_layer; il++) {
-        m->layers[il].rope_base = base;
-        m->layers[il].rope_scale = scale;
-    }
+    for (int il = 0; il < m->hp.n_layer; il++) m->layers[il].rope_base = base;
+    if ((s = nib_read_rope_scaling(ld, m))) return s;
     return nib_ld_weight(ld, &m->rope_freqs, "rope_freqs.weight", m->hp.n_rot / 2, 0, false);
 }
 
@@ -218,6 +204,7 @@ static nib_status bind_all(nib_loader *ld, nib_model *m, const nib_arch_desc *ar
         l->rope_scale = scale;
         if (arch->bind_layer && (s = arch->bind_layer(ld, m, il, l))) return s;
     }
+    if ((s = nib_finish_rope_scaling(ld, m))) return s;
     /* bytes one decode step reads: every layer's matrices, the output head */
     uint64_t total = weight_bytes(&m->output);
     for (int il = 0; il < hp->n_layer; il++) {
@@ -295,6 +282,7 @@ fail:
 void nib_model_free(nib_model *m) {
     if (!m) return;
     free(m->layers);
+    free(m->rope_ff_owned);
     nib_gguf_close(m->gguf);
     free(m);
 }

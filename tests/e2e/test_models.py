@@ -362,7 +362,7 @@ def main():
     for path in goldens:
         with open(path, encoding="utf-8") as f:
             g = json.load(f)
-        tag = g["model"].split(".")[0] if "SmolLM2" in g["model"] else g["model"].split("-q")[0]
+        tag = g["model"].replace("-135M-Instruct.Q4_1", "").replace("-q4_k_m", "").replace(".gguf", "")
         checks = [c for c in ("tokenize", "greedy", "logits", "determinism") if c in only]
         model_path = os.path.join(args.models, g["model"])
         why = None
