@@ -452,6 +452,10 @@ static void x_rope_yarn_beta_nan(nib_gguf_writer *w) {
     x_rope_yarn(w);
     nib_gguf_writer_add_f32(w, "llama.rope.scaling.yarn_beta_fast", NAN, NULL);
 }
+static void x_experts(nib_gguf_writer *w) {
+    nib_gguf_writer_add_u32(w, "llama.expert_count", 8, NULL);
+    nib_gguf_writer_add_u32(w, "llama.expert_used_count", 2, NULL);
+}
 static void x_rope_longrope(nib_gguf_writer *w) { nib_gguf_writer_add_str(w, "llama.rope.scaling.type", "longrope", NULL); }
 static void x_rope_type_u32(nib_gguf_writer *w) { nib_gguf_writer_add_u32(w, "llama.rope.scaling.type", 2, NULL); }
 static void x_rope_scaling_linear_neg(nib_gguf_writer *w) {
@@ -571,6 +575,9 @@ static void model_cases(void) {
     CASE("m-rope-longrope", "ok", "fail:rope.scaling.type = 'longrope' is not supported \\(nib reads none, linear and yarn\\)",
          t->extra = x_rope_longrope);
     CASE("m-rope-type-u32", "ok", "fail:rope.scaling.type", t->extra = x_rope_type_u32);
+    /* Mixtral's layout: the llama architecture with experts */
+    CASE("m-experts", "ok", "fail:llama.expert_count = 8: mixture-of-experts models are not supported yet",
+         t->extra = x_experts);
 
     /* tensors missing, misshapen, of the wrong type */
     CASE("m-tensor-embedding-missing", "ok", "fail:token_embd.weight' is missing", t->skip_tensor = "token_embd.weight");

@@ -125,6 +125,12 @@ static nib_status read_common_hparams(nib_loader *ld, nib_hparams *hp) {
     if ((s = nib_ld_u32_or(ld, "attention.head_count_kv", hp->n_head, &hp->n_head_kv))) return s;
     if ((s = nib_ld_u32_or(ld, "context_length", 4096, &hp->n_ctx_train))) return s;
     if ((s = nib_ld_f32(ld, "attention.layer_norm_rms_epsilon", &hp->norm_eps))) return s;
+    /* Mixtral-style files keep their architecture's name (llama) and add experts */
+    int32_t n_expert;
+    if ((s = nib_ld_u32_or(ld, "expert_count", 0, &n_expert))) return s;
+    if (n_expert > 0)
+        return nib_error_set(ld->err, NIB_ERR_UNSUPPORTED,
+                             "%s.expert_count = %d: mixture-of-experts models are not supported yet", ld->arch, n_expert);
     if (hp->n_layer < 1 || hp->n_layer > 1024) return nib_error_set(ld->err, NIB_ERR_FORMAT, "%s.block_count = %d is out of range", ld->arch, hp->n_layer);
     if (hp->n_embd < 1 || hp->n_ff < 1 || hp->n_head < 1 || hp->n_head_kv < 1)
         return nib_error_set(ld->err, NIB_ERR_FORMAT, "%s: embedding, feed-forward and head counts must be positive",
