@@ -161,12 +161,14 @@ run: all venv
 LLAMA_VENV := .venv-llama
 .PHONY: test-e2e golden
 
-test-e2e: $(BUILD)/libnib.so venv
+test-e2e: $(BUILD)/libnib.so $(BUILD)/nib venv
+	$(PY) tests/e2e/test_synth.py --lib $(BUILD)/libnib.so --nib $(BUILD)/nib
 	$(PY) tests/e2e/test_models.py --lib $(BUILD)/libnib.so
 
-golden: $(BUILD)/libnib.so models
+golden: $(BUILD)/libnib.so $(BUILD)/nib models
 	sh tools/setup_llama_venv.sh $(LLAMA_VENV)
 	$(LLAMA_VENV)/bin/python tools/gen_golden_models.py
+	$(LLAMA_VENV)/bin/python tools/gen_golden_synth.py --nib $(BUILD)/nib
 	$(PY) tests/e2e/test_models.py --lib $(BUILD)/libnib.so
 
 clean:

@@ -11,7 +11,10 @@ nib_status nib_arch_qwen3_hparams(nib_loader *ld, nib_hparams *hp);
 nib_status nib_arch_qwen3_bind(nib_loader *ld, nib_model *m, int il, nib_layer *l);
 nib_status nib_arch_gemma3_hparams(nib_loader *ld, nib_hparams *hp);
 nib_status nib_arch_gemma3_bind(nib_loader *ld, nib_model *m, int il, nib_layer *l);
-/* the attention scale nib_arch_gemma3_hparams sets (it depends on the model size) */
+nib_status nib_arch_gemma2_hparams(nib_loader *ld, nib_hparams *hp);
+nib_status nib_arch_gemma2_bind(nib_loader *ld, nib_model *m, int il, nib_layer *l);
+/* the attention scales nib_arch_gemma{2,3}_hparams set (they depend on the model size) */
+float nib_gemma2_attn_scale(const nib_hparams *hp);
 float nib_gemma3_attn_scale(const nib_hparams *hp);
 
 #endif

@@ -334,6 +334,7 @@ static void attn_worker(void *arg, int ith, int nth) {
             .j0 = j0,
             .j1 = p + 1,
             .scale = hp->attn_scale,
+            .softcap = hp->attn_softcap,
             .scores = c->scores + (int64_t)ith * group * c->n_ctx * NIB_ATTN_MAX_TOKENS,
         };
         nib_attention_tokens(&a, nq, (int64_t)hp->n_head * hp->head_dim_k, (int64_t)hp->n_head * hp->head_dim_v,

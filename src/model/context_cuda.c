@@ -582,7 +582,7 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
     nib_cuda_attn aa = {
         .q = g->q, .k = kc, .v = vc, .out = g->att, .pos = g->io_dev + IO_POS,
         .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .hd_k = hp->head_dim_k, .hd_v = hp->head_dim_v,
-        .n_ctx = g->n_ctx, .window = l->window, .scale = hp->attn_scale, .softcap = 0.0f, .sinks = NULL,
+        .n_ctx = g->n_ctx, .window = l->window, .scale = hp->attn_scale, .softcap = hp->attn_softcap, .sinks = NULL,
         .max_len = max_len, .scratch = g->attn_scratch, .act_out = use_gemm(g, L->wo, n) ? NULL : g->act,
     };
     /* the attention quantizes its output for the projection (act_out): tg128 in one build, against a

@@ -65,6 +65,7 @@ typedef struct nib_hparams {
     float attn_scale;           /* multiplies q.k; usually 1/sqrt(head_dim_k) */
     float embd_scale;           /* multiplies the embedding row; 1 except Gemma (sqrt(n_embd)) */
     float logit_softcap;        /* final logits: c * tanh(x / c); 0 = off */
+    float attn_softcap;         /* attention scores (after attn_scale): c * tanh(s / c); 0 = off */
     nib_rope_kind rope_kind;
     nib_ffn_act ffn_act;
 } nib_hparams;

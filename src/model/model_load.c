@@ -156,6 +156,7 @@ static nib_status read_common_hparams(nib_loader *ld, nib_hparams *hp) {
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim_k);
     hp->embd_scale = 1.0f;
     hp->logit_softcap = 0.0f;
+    hp->attn_softcap = 0.0f;
     return NIB_OK;
 }
 

@@ -40,18 +40,21 @@
  * vocab_size, hidden_size, num_hidden_layers, num_attention_heads,
  * num_key_value_heads, head_dim (hidden/heads), intermediate_size,
  * max_position_embeddings, rope_theta, rms_norm_eps, tie_word_embeddings, and
- * whether q/k/v have biases (qwen2); for gemma3 the sliding window
- * (config.json's sliding_window), which also brings its QK-norms and the
- * norms after attention and FFN. To add a shape: add a row; the arch must be
- * one nib_arch_find knows and the tensors it needs must be the ones the plan
- * below makes (llama-style blocks, optional QKV biases, gemma3's norms). */
+ * whether q/k/v have biases (qwen2); for gemma2 and gemma3 the sliding window
+ * (config.json's sliding_window), which also brings the norms after attention
+ * and FFN (and gemma3's QK-norms; gemma2's soft-capping keys). To add a shape:
+ * add a row; the arch must be one nib_arch_find knows and the tensors it needs
+ * must be the ones the plan below makes (llama-style blocks, optional QKV
+ * biases, the gemmas' norms). */
 static const nib_synth_shape shapes[] = {
     /*  name            arch     vocab   embd  lay head kv  hd  ff     ctx     rope       eps   tied   bias  window */
     {"tiny-llama",     "llama", 512,    256,  2,  4,   2,  64, 512,   2048,   10000.0f,  1e-5f, false, false, 0},
     {"tiny-qwen2",     "qwen2", 512,    192,  2,  3,   1,  64, 512,   2048,   1000000.0f, 1e-6f, true, true, 0},
     {"tiny-gemma3",    "gemma3", 512,   128,  7,  2,   1,  64, 256,   2048,   1000000.0f, 1e-6f, true, false, 16},
+    {"tiny-gemma2",    "gemma2", 512,   128,  4,  2,   1,  64, 256,   2048,   10000.0f,  1e-6f, true,  false, 16},
     {"smollm2-135m",   "llama", 49152,  576,  30, 9,   3,  64, 1536,  8192,   100000.0f, 1e-5f, true,  false, 0},
     {"gemma3-270m",    "gemma3", 262144, 640, 18, 4,   1,  256, 2048, 32768,  1000000.0f, 1e-6f, true, false, 512},
+    {"gemma2-2b",      "gemma2", 256000, 2304, 26, 8,  4,  256, 9216, 8192,   10000.0f,  1e-6f, true,  false, 4096},
     {"qwen2.5-0.5b",   "qwen2", 151936, 896,  24, 14,  2,  64, 4864,  32768,  1000000.0f, 1e-6f, true, true, 0},
     {"llama3.2-1b",    "llama", 128256, 2048, 16, 32,  8,  64, 8192,  131072, 500000.0f, 1e-5f, true,  false, 0},
     {"qwen2.5-7b",     "qwen2", 152064, 3584, 28, 28,  4,  128, 18944, 32768, 1000000.0f, 1e-6f, false, true, 0},
@@ -261,7 +264,7 @@ typedef enum synth_role {
     ROLE_TOKEN_EMBD, ROLE_OUTPUT, ROLE_ATTN_V, ROLE_ATTN_OUTPUT, ROLE_FFN_DOWN, ROLE_OTHER,
 } synth_role;
 typedef enum synth_dim { DIM_NONE, DIM_EMBD, DIM_Q, DIM_KV, DIM_FF, DIM_VOCAB, DIM_HEAD } synth_dim;
-typedef enum synth_only { ALL, BIAS, GEMMA3 } synth_only;  /* which shapes have the tensor */
+typedef enum synth_only { ALL, BIAS, GEMMA, GEMMA3 } synth_only;  /* which shapes have the tensor */
 
 /* One row per tensor of a block, in the order they are written. */
 static const struct {
@@ -269,7 +272,7 @@ static const struct {
     synth_kind kind;
     synth_role role;
     synth_dim ne0, ne1;  /* ne1 DIM_NONE: a vector */
-    synth_only only;     /* BIAS: with qkv_bias; GEMMA3: with a window (gemma3) */
+    synth_only only;     /* BIAS: with qkv_bias; GEMMA: with a window (gemma2, gemma3); GEMMA3: gemma3 only */
 } layer_rows[] = {
     {"attn_norm.weight",           KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, ALL},
     {"attn_q.weight",              KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_Q,    ALL},
@@ -281,12 +284,12 @@ static const struct {
     {"attn_q_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_HEAD, DIM_NONE, GEMMA3},
     {"attn_k_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_HEAD, DIM_NONE, GEMMA3},
     {"attn_output.weight",         KIND_MATRIX, ROLE_ATTN_OUTPUT, DIM_Q, DIM_EMBD, ALL},
-    {"post_attention_norm.weight", KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, GEMMA3},
+    {"post_attention_norm.weight", KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, GEMMA},
     {"ffn_norm.weight",            KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, ALL},
     {"ffn_gate.weight",            KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF,   ALL},
     {"ffn_up.weight",              KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF,   ALL},
     {"ffn_down.weight",            KIND_MATRIX, ROLE_FFN_DOWN, DIM_FF,   DIM_EMBD, ALL},
-    {"post_ffw_norm.weight",       KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, GEMMA3},
+    {"post_ffw_norm.weight",       KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, GEMMA},
 };
 #define N_LAYER_ROWS ((int)(sizeof layer_rows / sizeof layer_rows[0]))
 
@@ -430,7 +433,9 @@ static nib_status plan_build(synth_plan *p, const nib_synth_shape *sh, const nib
     if ((s = plan_add(p, sh, ft, "token_embd.weight", KIND_MATRIX, ROLE_TOKEN_EMBD, -1, e, v, err))) return s;
     for (int il = 0; il < sh->n_layer; il++)
         for (int r = 0; r < N_LAYER_ROWS; r++) {
-            if ((layer_rows[r].only == BIAS && !sh->qkv_bias) || (layer_rows[r].only == GEMMA3 && !sh->window))
+            const synth_only only = layer_rows[r].only;
+            if ((only == BIAS && !sh->qkv_bias) || (only == GEMMA && !sh->window) ||
+                (only == GEMMA3 && strcmp(sh->arch, "gemma3")))
                 continue;
             char name[64];
             snprintf(name, sizeof name, "blk.%d.%s", il, layer_rows[r].suffix);
@@ -545,9 +550,15 @@ static nib_status add_metadata(nib_gguf_writer *w, const nib_synth_shape *sh, co
     if ((s = nib_gguf_writer_add_f32(w, key, sh->rope_base, err))) return s;
     snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", sh->arch);
     if ((s = nib_gguf_writer_add_f32(w, key, sh->norm_eps, err))) return s;
-    if (sh->window) { /* gemma3: every 6th layer global, the rest local (llama.cpp and nib alike) */
+    if (sh->window) { /* gemma3: every 6th layer global; gemma2: every other (llama.cpp and nib alike) */
         snprintf(key, sizeof key, "%s.attention.sliding_window", sh->arch);
         if ((s = nib_gguf_writer_add_u32(w, key, (uint32_t)sh->window, err))) return s;
+    }
+    if (!strcmp(sh->arch, "gemma2")) { /* config.json's attn_logit_softcapping and final_logit_softcapping */
+        snprintf(key, sizeof key, "%s.attn_logit_softcapping", sh->arch);
+        if ((s = nib_gguf_writer_add_f32(w, key, 50.0f, err))) return s;
+        snprintf(key, sizeof key, "%s.final_logit_softcapping", sh->arch);
+        if ((s = nib_gguf_writer_add_f32(w, key, 30.0f, err))) return s;
     }
     return add_vocab(w, sh, err);
 }

@@ -27,6 +27,10 @@ void nib_softmax_rows(float *s, int g, int64_t n) {
     }
 }
 
+void nib_softcap_scores(float *s, int64_t n, float cap) {
+    for (int64_t i = 0; i < n; i++) s[i] = cap * tanhf(s[i] / cap);
+}
+
 void nib_attention_group_ref(const nib_attn_args *a) {
     int64_t n = a->j1 - a->j0;
     for (int64_t j = 0; j < n; j++) {
@@ -37,6 +41,7 @@ void nib_attention_group_ref(const nib_attn_args *a) {
             a->scores[(int64_t)h * n + j] = s * a->scale;
         }
     }
+    if (a->softcap > 0.0f) nib_softcap_scores(a->scores, (int64_t)a->group * n, a->softcap);
     nib_softmax_rows(a->scores, a->group, n);
     for (int h = 0; h < a->group; h++)
         for (int32_t d = 0; d < a->hd_v; d++) a->out[(int64_t)h * a->hd_v + d] = 0.0f;

@@ -68,6 +68,7 @@ void nib_attention_group_avx2(const nib_attn_args *a) {
             for (int h = 0; h < hn; h++) a->scores[(int64_t)(h0 + h) * n + j] = hsum(acc[h]) * a->scale;
         }
     }
+    if (a->softcap > 0.0f) nib_softcap_scores(a->scores, (int64_t)g * n, a->softcap);
     softmax_rows_avx2(a->scores, g, n);
     /* output: one V row at a time into every output of the group */
     for (int h = 0; h < g; h++)
@@ -136,7 +137,11 @@ void nib_attention_tokens_avx2(const nib_attn_args *a, int nq, int64_t q_stride,
     }
     for (int i = 0; i < nq; i++) {
         float *ps = a->scores + (int64_t)i * g * span;
-        for (int h = 0; h < g; h++) softmax_rows_avx2(ps + (int64_t)h * span + (lo[i] - lo_min), 1, hi[i] - lo[i]);
+        for (int h = 0; h < g; h++) {
+            float *row = ps + (int64_t)h * span + (lo[i] - lo_min);
+            if (a->softcap > 0.0f) nib_softcap_scores(row, hi[i] - lo[i], a->softcap);
+            softmax_rows_avx2(row, 1, hi[i] - lo[i]);
+        }
         /* this token's group against each V row of its range, 16 columns at a time (hd_v % 16 == 8: the last 8 apart) */
         for (int32_t d0 = 0; d0 < a->hd_v; d0 += 16) {
             const int two = d0 + 16 <= a->hd_v;

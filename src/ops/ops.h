@@ -53,6 +53,7 @@ typedef struct nib_attn_args {
     int64_t j0, j1;
     float scale;
     float *scores;         /* scratch (group, j1 - j0) */
+    float softcap;         /* 0: off; else each scaled score s becomes softcap * tanh(s / softcap) */
 } nib_attn_args;
 
 void nib_attention_group(const nib_attn_args *a);       /* best available */
@@ -70,5 +71,7 @@ void nib_attention_tokens_avx2(const nib_attn_args *a, int nq, int64_t q_stride,
 void nib_attention_group_ref(const nib_attn_args *a);   /* scalar reference */
 void nib_attention_group_avx2(const nib_attn_args *a);  /* AVX2/F16C: only when the CPU has them */
 void nib_softmax_rows(float *s, int g, int64_t n);
+/* s[i] = cap * tanh(s[i] / cap) over n scores (cap > 0), as llama.cpp's attention softcap */
+void nib_softcap_scores(float *s, int64_t n, float cap);
 
 #endif

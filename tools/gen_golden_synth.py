@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Golden logits from llama.cpp for architectures no small model on PyPI has:
+random-weight models written by `nib synth` (deterministic for a shape, type
+and seed), optionally with metadata changed by tools/derive_model.py, run by
+llama.cpp (llama-cpp-python) on a fixed random sequence of token ids.
+
+Writes tests/golden/synth/CASE.json: the case, the file's sha256, the ids, and
+per position llama.cpp's top-20 logits and log-sum-exp; tests/e2e/test_synth.py
+holds nib to them. Usage (the llama.cpp venv, `make golden`):
+    python tools/gen_golden_synth.py --nib build/nib"""
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import llama_cpp
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOP = 20
+N_IDS = 300
+
+# name: (shape, type, seed, derive_model.py KEY=TYPE:VALUE ...)
+CASES = {
+    # Gemma 2's caps (50 and 30) hardly bend random scores: smaller ones make a
+    # missing or misplaced soft-cap show (KL 3e-3 against 1.5e-4 when right)
+    "tiny-gemma2-Q8_0-caps5-3": ("tiny-gemma2", "Q8_0", 11,
+                                 ["gemma2.attn_logit_softcapping=f32:5", "gemma2.final_logit_softcapping=f32:3"]),
+    "tiny-gemma2-Q4_K_M": ("tiny-gemma2", "Q4_K_M", 12, []),
+}
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def build(nib, case, tmp):
+    """The case's model file (nib synth, then derive_model.py); its path."""
+    shape, ftype, seed, keys = CASES[case]
+    path = os.path.join(tmp, case + ".synth.gguf")
+    subprocess.run([nib, "synth", "--shape", shape, "--type", ftype, "--seed", str(seed), "-t", "1", "-o", path],
+                   check=True, capture_output=True)
+    if keys:
+        out = os.path.join(tmp, case + ".gguf")
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "derive_model.py"), path, out] + keys, check=True)
+        path = out
+    return path
+
+
+def case_ids(n_vocab, seed):
+    rng = np.random.default_rng(seed)
+    return [int(x) for x in rng.integers(3, n_vocab, N_IDS)]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--nib", default=os.path.join(ROOT, "build", "nib"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "golden", "synth"))
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for case, (shape, ftype, seed, keys) in CASES.items():
+            path = build(args.nib, case, tmp)
+            llm = llama_cpp.Llama(model_path=path, n_ctx=1024, n_batch=256, logits_all=True, n_threads=2, seed=0,
+                                  verbose=False)
+            ids = case_ids(llm.n_vocab(), seed)
+            llm.eval(ids)
+            rows = np.array(llm.scores[:len(ids)], dtype=np.float64)
+            top = np.argsort(-rows, axis=1, kind="stable")[:, :TOP]
+            mx = rows.max(1, keepdims=True)
+            lse = (mx + np.log(np.exp(rows - mx).sum(1, keepdims=True)))[:, 0]
+            doc = {"case": case, "shape": shape, "type": ftype, "seed": seed, "derive": keys,
+                   "sha256": sha256_file(path), "llama_cpp_version": llama_cpp.__version__,
+                   "generated_by": "tools/gen_golden_synth.py", "date": datetime.date.today().isoformat(),
+                   "n_vocab": llm.n_vocab(), "ids": ids, "top_ids": top.tolist(),
+                   "top_logits": [[round(float(rows[i, j]), 4) for j in top[i]] for i in range(len(ids))],
+                   "logsumexp": [round(float(x), 4) for x in lse]}
+            out = os.path.join(args.out, case + ".json")
+            with open(out, "w", encoding="utf-8") as f:
+                json.dump(doc, f, separators=(",", ":"))
+                f.write("\n")
+            print(f"{case}: {len(ids)} positions, wrote {out} ({os.path.getsize(out) // 1024} KiB)")
+
+
+if __name__ == "__main__":
+    main()
