@@ -456,6 +456,15 @@ static void x_experts(nib_gguf_writer *w) {
     nib_gguf_writer_add_u32(w, "llama.expert_count", 8, NULL);
     nib_gguf_writer_add_u32(w, "llama.expert_used_count", 2, NULL);
 }
+static void x_experts_qwen2(nib_gguf_writer *w) {
+    nib_gguf_writer_add_u32(w, "qwen2.expert_count", 8, NULL);
+    nib_gguf_writer_add_u32(w, "qwen2.expert_used_count", 2, NULL);
+}
+static void x_experts_used_9(nib_gguf_writer *w) {
+    nib_gguf_writer_add_u32(w, "llama.expert_count", 8, NULL);
+    nib_gguf_writer_add_u32(w, "llama.expert_used_count", 9, NULL);
+}
+static void x_experts_no_used(nib_gguf_writer *w) { nib_gguf_writer_add_u32(w, "llama.expert_count", 8, NULL); }
 static void x_rope_longrope(nib_gguf_writer *w) { nib_gguf_writer_add_str(w, "llama.rope.scaling.type", "longrope", NULL); }
 static void x_rope_type_u32(nib_gguf_writer *w) { nib_gguf_writer_add_u32(w, "llama.rope.scaling.type", 2, NULL); }
 static void x_rope_scaling_linear_neg(nib_gguf_writer *w) {
@@ -575,9 +584,12 @@ static void model_cases(void) {
     CASE("m-rope-longrope", "ok", "fail:rope.scaling.type = 'longrope' is not supported \\(nib reads none, linear and yarn\\)",
          t->extra = x_rope_longrope);
     CASE("m-rope-type-u32", "ok", "fail:rope.scaling.type", t->extra = x_rope_type_u32);
-    /* Mixtral's layout: the llama architecture with experts */
-    CASE("m-experts", "ok", "fail:llama.expert_count = 8: mixture-of-experts models are not supported yet",
-         t->extra = x_experts);
+    /* experts said but not there; experts where nib runs none; counts that contradict */
+    CASE("m-experts-missing", "ok", "fail:tensor 'blk.0.ffn_gate_inp.weight' is missing", t->extra = x_experts);
+    CASE("m-experts-qwen2", "ok", "fail:qwen2.expert_count = 8: nib runs experts in llama \\(Mixtral\\) and qwen3moe",
+         t->arch = "qwen2", t->extra = x_experts_qwen2);
+    CASE("m-experts-used-9", "ok", "fail:8 experts \\(at most 512\\), 9 used a token", t->extra = x_experts_used_9);
+    CASE("m-experts-no-used", "ok", "fail:llama.expert_used_count", t->extra = x_experts_no_used);
 
     /* tensors missing, misshapen, of the wrong type */
     CASE("m-tensor-embedding-missing", "ok", "fail:token_embd.weight' is missing", t->skip_tensor = "token_embd.weight");

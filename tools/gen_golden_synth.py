@@ -31,7 +31,14 @@ CASES = {
     "tiny-gemma2-Q8_0-caps5-3": ("tiny-gemma2", "Q8_0", 11,
                                  ["gemma2.attn_logit_softcapping=f32:5", "gemma2.final_logit_softcapping=f32:3"]),
     "tiny-gemma2-Q4_K_M": ("tiny-gemma2", "Q4_K_M", 12, []),
+    # mixtures of experts: Mixtral's layout (llama, 4 experts, top-2) and Qwen3-MoE's (8, top-3)
+    "tiny-mixtral-Q4_0": ("tiny-mixtral", "Q4_0", 13, []),
+    "tiny-qwen3moe-Q8_0": ("tiny-qwen3moe", "Q8_0", 14, []),
 }
+# routed models: a token whose router has two experts nearly tied may take
+# the other one in either engine, and its logits then differ a lot; they are
+# judged by the median position and the share of such positions (test_synth.py)
+ROUTED = {"tiny-mixtral", "tiny-qwen3moe"}
 
 
 def sha256_file(path):
@@ -78,6 +85,7 @@ def main():
             mx = rows.max(1, keepdims=True)
             lse = (mx + np.log(np.exp(rows - mx).sum(1, keepdims=True)))[:, 0]
             doc = {"case": case, "shape": shape, "type": ftype, "seed": seed, "derive": keys,
+                   "metric": "routed" if shape in ROUTED else "dense",
                    "sha256": sha256_file(path), "llama_cpp_version": llama_cpp.__version__,
                    "generated_by": "tools/gen_golden_synth.py", "date": datetime.date.today().isoformat(),
                    "n_vocab": llm.n_vocab(), "ids": ids, "top_ids": top.tolist(),

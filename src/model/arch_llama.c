@@ -7,5 +7,6 @@ nib_status nib_arch_llama_hparams(nib_loader *ld, nib_hparams *hp) {
     (void)ld;
     hp->rope_kind = NIB_ROPE_NORM;
     hp->ffn_act = NIB_FFN_SILU;
+    hp->expert_norm = true; /* Mixtral's top-2 weights sum to 1 */
     return NIB_OK;
 }

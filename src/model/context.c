@@ -4,7 +4,7 @@
  *
  * Buffers are sized once in nib_ctx_new for n_batch tokens; the token loop
  * never allocates. */
-#include "model/context.h"
+#include "model/context_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -14,46 +14,6 @@
 #include "model/context_cuda.h"
 #include "ops/ops.h"
 
-typedef struct packed_weight {
-    const nib_weight *w;
-    void *p;
-    nib_simd_level layout; /* the level whose layout p holds */
-    int64_t min_tokens;    /* fewer tokens run on the file's layout (nib_cpu_packed_min_tokens) */
-} packed_weight;
-
-struct nib_ctx {
-    const nib_model *m;
-    nib_pool *pool;
-    int32_t n_ctx, n_batch, pos;
-    int kv_f16;
-    size_t kv_elem;           /* bytes per cached element */
-    int64_t kv_k_row, kv_v_row; /* elements per position: n_head_kv * head_dim */
-    uint8_t *k_cache;         /* (n_layer, n_ctx, kv_k_row) */
-    uint8_t *v_cache;         /* (n_layer, n_ctx, kv_v_row) */
-
-    float *x;                 /* (n_batch, n_embd) the residual stream */
-    float *xn;                /* (n_batch, n_embd) normed input of a sub-block */
-    float *q;                 /* (n_batch, n_head * hd_k) */
-    float *k;                 /* (n_batch, n_head_kv * hd_k) */
-    float *v;                 /* (n_batch, n_head_kv * hd_v) */
-    float *att;               /* (n_batch, n_head * hd_v) attention output */
-    float *o;                 /* (n_batch, n_embd) sub-block output */
-    float *gate, *up;         /* (n_batch, n_ff) */
-    float *scores;            /* (n_threads, NIB_ATTN_MAX_TOKENS * group * n_ctx) softmax scratch per thread */
-    float *rope_cs;           /* (n_batch, n_rot) cos/sin of each position in the batch */
-    float *logits;            /* (n_vocab) last position */
-    void *mm_scratch;         /* activation quantization for the matmuls */
-    packed_weight *packed;    /* the matrices repacked for the CPU kernels (nib_cpu_repack) */
-    int n_packed;
-    uint64_t packed_bytes;
-    int n_threads;
-    nib_gpu *gpu;             /* the CUDA step, when the context runs there; the CPU buffers stay unallocated */
-    bool logits_stale;        /* the GPU has logits the host copy lacks */
-    bool decoded;
-    bool smp_pending;         /* nib_ctx_sample_next armed the next decode */
-    bool sampled;             /* the last decode sampled on the device */
-    nib_gpu_sampling smp;
-};
 
 /* ---- setup --------------------------------------------------------------------- */
 
@@ -172,6 +132,7 @@ nib_ctx *nib_ctx_new(const nib_model *m, const nib_ctx_params *p, nib_error *err
     }
 
     uint64_t total = 0, B = (uint64_t)c->n_batch;
+    const int64_t ff = hp->n_expert > 0 && hp->n_ff_exp > hp->n_ff ? hp->n_ff_exp : hp->n_ff;
     uint64_t kv_pos = (uint64_t)hp->n_layer * (uint64_t)c->n_ctx;
     if (!(c->k_cache = alloc_bytes(kv_pos, (uint64_t)c->kv_k_row * c->kv_elem, &total, err, "the K cache")) ||
         !(c->v_cache = alloc_bytes(kv_pos, (uint64_t)c->kv_v_row * c->kv_elem, &total, err, "the V cache")) ||
@@ -182,18 +143,29 @@ nib_ctx *nib_ctx_new(const nib_model *m, const nib_ctx_params *p, nib_error *err
         !(c->k = alloc_bytes(B, (uint64_t)c->kv_k_row * 4, &total, err, "keys")) ||
         !(c->v = alloc_bytes(B, (uint64_t)c->kv_v_row * 4, &total, err, "values")) ||
         !(c->att = alloc_bytes(B, (uint64_t)hp->n_head * hp->head_dim_v * 4, &total, err, "attention output")) ||
-        !(c->gate = alloc_bytes(B, (uint64_t)hp->n_ff * 4, &total, err, "feed-forward")) ||
-        !(c->up = alloc_bytes(B, (uint64_t)hp->n_ff * 4, &total, err, "feed-forward")) ||
+        !(c->gate = alloc_bytes(B, (uint64_t)ff * 4, &total, err, "feed-forward")) ||
+        !(c->up = alloc_bytes(B, (uint64_t)ff * 4, &total, err, "feed-forward")) ||
         !(c->scores = alloc_bytes((uint64_t)c->n_threads * (uint64_t)(hp->n_head / hp->n_head_kv) * NIB_ATTN_MAX_TOKENS,
                                   (uint64_t)c->n_ctx * 4, &total, err, "attention scores")) ||
         !(c->rope_cs = alloc_bytes(B, (uint64_t)hp->n_rot * 4, &total, err, "rope table")) ||
         !(c->logits = alloc_bytes((uint64_t)hp->n_vocab, 4, &total, err, "logits")))
         goto fail;
+    if (hp->n_expert > 0) {
+        const uint64_t BK = B * (uint64_t)hp->n_expert_used;
+        if (!(c->router = alloc_bytes(B, (uint64_t)hp->n_expert * 4, &total, err, "the experts' router")) ||
+            !(c->moe_x = alloc_bytes(B, (uint64_t)hp->n_embd * 4, &total, err, "the experts' inputs")) ||
+            !(c->moe_y = alloc_bytes(BK, (uint64_t)hp->n_embd * 4, &total, err, "the experts' outputs")) ||
+            !(c->moe_sel = alloc_bytes(BK, 4, &total, err, "the experts' choices")) ||
+            !(c->moe_w = alloc_bytes(BK, 4, &total, err, "the experts' weights")) ||
+            !(c->moe_rows = alloc_bytes(B, 4, &total, err, "the experts' tokens")))
+            goto fail;
+    }
     /* the largest activation scratch any matmul of this model needs */
     size_t mm = mm_scratch_for(&m->output, 1);
     for (int il = 0; il < hp->n_layer; il++) {
         const nib_layer *l = &m->layers[il];
-        const nib_weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down};
+        const nib_weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down,
+                                  &l->gate_inp, &l->gate_exps, &l->up_exps, &l->down_exps};
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
             size_t s = mm_scratch_for(ws[i], c->n_batch);
             if (s > mm) mm = s;
@@ -213,6 +185,7 @@ void nib_ctx_free(nib_ctx *c) {
     nib_pool_free(c->pool);
     free(c->k_cache), free(c->v_cache), free(c->x), free(c->xn), free(c->o), free(c->q), free(c->k), free(c->v);
     free(c->att), free(c->gate), free(c->up), free(c->scores), free(c->rope_cs), free(c->logits), free(c->mm_scratch);
+    free(c->router), free(c->moe_x), free(c->moe_y), free(c->moe_sel), free(c->moe_w), free(c->moe_rows);
     for (int i = 0; i < c->n_packed; i++) free(c->packed[i].p);
     free(c->packed);
     free(c);
@@ -268,7 +241,7 @@ int32_t nib_ctx_argmax(nib_ctx *c) {
 
 /* ---- pieces of the step ---------------------------------------------------------- */
 
-static nib_status matmul(nib_ctx *c, const nib_weight *w, const float *X, int64_t n_tok, float *Y, nib_error *err) {
+nib_status nib_ctx_matmul(nib_ctx *c, const nib_weight *w, const float *X, int64_t n_tok, float *Y, nib_error *err) {
     const packed_weight *p = packed_of(c, w);
     if (p && n_tok < p->min_tokens) p = NULL;
     nib_status s = p ? nib_cpu_matmul_packed(c->pool, w->type, p->layout, p->p, w->ne[0], w->ne[1], X, n_tok, Y,
@@ -364,9 +337,9 @@ static nib_status attention_block(nib_ctx *c, const nib_layer *l, int il, int64_
     int64_t E = hp->n_embd, QD = (int64_t)hp->n_head * hp->head_dim_k;
     nib_status s;
     norm_rows(c->xn, c->x, &l->attn_norm, n_tok, E, hp->norm_eps);
-    if ((s = matmul(c, &l->wq, c->xn, n_tok, c->q, err))) return s;
-    if ((s = matmul(c, &l->wk, c->xn, n_tok, c->k, err))) return s;
-    if ((s = matmul(c, &l->wv, c->xn, n_tok, c->v, err))) return s;
+    if ((s = nib_ctx_matmul(c, &l->wq, c->xn, n_tok, c->q, err))) return s;
+    if ((s = nib_ctx_matmul(c, &l->wk, c->xn, n_tok, c->k, err))) return s;
+    if ((s = nib_ctx_matmul(c, &l->wv, c->xn, n_tok, c->v, err))) return s;
     add_bias(c->q, &l->bq, n_tok, QD);
     add_bias(c->k, &l->bk, n_tok, c->kv_k_row);
     add_bias(c->v, &l->bv, n_tok, c->kv_v_row);
@@ -383,7 +356,7 @@ static nib_status attention_block(nib_ctx *c, const nib_layer *l, int il, int64_
     store_kv(c, il, c->pos, n_tok);
     attn_job job = {c, l, il, n_tok, c->pos};
     nib_pool_run(c->pool, attn_worker, &job);
-    if ((s = matmul(c, &l->wo, c->att, n_tok, c->o, err))) return s;
+    if ((s = nib_ctx_matmul(c, &l->wo, c->att, n_tok, c->o, err))) return s;
     if (l->post_attn_norm.data) norm_rows(c->o, c->o, &l->post_attn_norm, n_tok, E, hp->norm_eps);
     for (int64_t i = 0; i < n_tok * E; i++) c->x[i] += c->o[i];
     return NIB_OK;
@@ -416,8 +389,8 @@ static void glu_worker(void *arg, int ith, int nth) {
     glu_run(j, i0, i1);
 }
 
-static void glu(nib_ctx *c, int64_t n) {
-    const glu_job j = {c->gate, c->up, n, c->m->hp.ffn_act == NIB_FFN_GELU_TANH};
+void nib_ctx_glu(nib_ctx *c, float *gate, const float *up, int64_t n) {
+    const glu_job j = {gate, up, n, c->m->hp.ffn_act == NIB_FFN_GELU_TANH};
     if (n < GLU_PARALLEL_MIN || c->n_threads < 2) glu_run(&j, 0, n);
     else nib_pool_run(c->pool, glu_worker, (void *)&j);
 }
@@ -427,10 +400,14 @@ static nib_status ffn_block(nib_ctx *c, const nib_layer *l, int64_t n_tok, nib_e
     int64_t E = hp->n_embd, F = hp->n_ff;
     nib_status s;
     norm_rows(c->xn, c->x, &l->ffn_norm, n_tok, E, hp->norm_eps);
-    if ((s = matmul(c, &l->gate, c->xn, n_tok, c->gate, err))) return s;
-    if ((s = matmul(c, &l->up, c->xn, n_tok, c->up, err))) return s;
-    glu(c, n_tok * F);
-    if ((s = matmul(c, &l->down, c->gate, n_tok, c->o, err))) return s;
+    if (l->gate_inp.data) {
+        if ((s = nib_ffn_moe(c, l, n_tok, err))) return s;
+    } else {
+        if ((s = nib_ctx_matmul(c, &l->gate, c->xn, n_tok, c->gate, err))) return s;
+        if ((s = nib_ctx_matmul(c, &l->up, c->xn, n_tok, c->up, err))) return s;
+        nib_ctx_glu(c, c->gate, c->up, n_tok * F);
+        if ((s = nib_ctx_matmul(c, &l->down, c->gate, n_tok, c->o, err))) return s;
+    }
     if (l->post_ffn_norm.data) norm_rows(c->o, c->o, &l->post_ffn_norm, n_tok, E, hp->norm_eps);
     for (int64_t i = 0; i < n_tok * E; i++) c->x[i] += c->o[i];
     return NIB_OK;
@@ -441,7 +418,7 @@ static nib_status head(nib_ctx *c, int64_t r0, int64_t n, float *out, nib_error 
     const nib_hparams *hp = &c->m->hp;
     norm_rows(c->xn, c->x + r0 * hp->n_embd, &c->m->output_norm, n, hp->n_embd, hp->norm_eps);
     for (int64_t i = 0; i < n; i++) {
-        nib_status s = matmul(c, &c->m->output, c->xn + i * hp->n_embd, 1, out + i * hp->n_vocab, err);
+        nib_status s = nib_ctx_matmul(c, &c->m->output, c->xn + i * hp->n_embd, 1, out + i * hp->n_vocab, err);
         if (s) return s;
     }
     if (hp->logit_softcap > 0.0f)

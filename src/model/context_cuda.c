@@ -328,6 +328,12 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
         nib_error_set(err, NIB_ERR_UNSUPPORTED, "no usable CUDA device: %s", why);
         return NULL;
     }
+    if (hp->n_expert > 0) {
+        nib_error_set(err, NIB_ERR_UNSUPPORTED,
+                      "mixture-of-experts layers (%d experts) have no CUDA kernels yet; run with --device cpu",
+                      hp->n_expert);
+        return NULL;
+    }
     if (check_coverage(m, err) != NIB_OK) return NULL;
     nib_gpu *g = calloc(1, sizeof *g);
     if (!g) {

@@ -40,7 +40,11 @@ typedef struct nib_layer {
     nib_weight q_norm, k_norm;  /* optional per-head RMSNorm (qwen3, gemma3): (hd_k) */
     nib_weight post_attn_norm;  /* optional (gemma3): (n_embd) */
     nib_weight ffn_norm;        /* (n_embd) */
-    nib_weight gate, up, down;  /* (n_embd, n_ff) (n_embd, n_ff) (n_ff, n_embd) */
+    nib_weight gate, up, down;  /* (n_embd, n_ff) (n_embd, n_ff) (n_ff, n_embd); absent in a mixture-of-experts layer */
+    /* a mixture-of-experts layer (n_expert > 0): the router and the experts'
+     * matrices, expert e's the e-th (ne[0], ne[1]) slice of each */
+    nib_weight gate_inp;        /* (n_embd, n_expert) */
+    nib_weight gate_exps, up_exps, down_exps; /* (n_embd, n_ff_exp, n_expert) x2, (n_ff_exp, n_embd, n_expert) */
     nib_weight post_ffn_norm;   /* optional (gemma3): (n_embd) */
 
     /* per-layer attention settings (sliding-window layers differ in Gemma 3) */
@@ -66,6 +70,12 @@ typedef struct nib_hparams {
     float embd_scale;           /* multiplies the embedding row; 1 except Gemma (sqrt(n_embd)) */
     float logit_softcap;        /* final logits: c * tanh(x / c); 0 = off */
     float attn_softcap;         /* attention scores (after attn_scale): c * tanh(s / c); 0 = off */
+    /* mixture of experts (expert_count, expert_used_count,
+     * expert_feed_forward_length): each token's FFN is the sum of its
+     * n_expert_used best experts by the router's softmax, weighted by their
+     * probabilities (renormalised to sum to 1 when expert_norm) */
+    int32_t n_expert, n_expert_used, n_ff_exp;
+    bool expert_norm;
     nib_rope_kind rope_kind;
     nib_ffn_act ffn_act;
 } nib_hparams;
@@ -96,8 +106,11 @@ typedef struct nib_model {
  * architecture: write arch_<name>.c with these two functions, add a row. */
 typedef struct nib_loader nib_loader;
 
+#define NIB_MAX_EXPERTS 512 /* as llama.cpp's LLAMA_MAX_EXPERTS */
+
 typedef struct nib_arch_desc {
     const char *name;  /* general.architecture */
+    bool experts;      /* may have mixture-of-experts layers */
     nib_status (*read_hparams)(nib_loader *ld, nib_hparams *hp);
     nib_status (*bind_layer)(nib_loader *ld, nib_model *m, int il, nib_layer *l);
 } nib_arch_desc;
@@ -122,6 +135,8 @@ nib_status nib_ld_f32_or(nib_loader *ld, const char *suffix, float def, float *o
 /* Bind a tensor by name with an exact expected shape (ne1 = 0 for 1-D).
  * Missing (when required) or wrong shape/type: an error naming the tensor. */
 nib_status nib_ld_weight(nib_loader *ld, nib_weight *w, const char *name, int64_t ne0, int64_t ne1, bool required);
+/* A 3-D tensor of exactly (ne0, ne1, ne2) (the experts' matrices); required. */
+nib_status nib_ld_weight3(nib_loader *ld, nib_weight *w, const char *name, int64_t ne0, int64_t ne1, int64_t ne2);
 /* Same for "blk.<il>.<suffix>". */
 nib_status nib_ld_layer_weight(nib_loader *ld, nib_weight *w, int il, const char *suffix, int64_t ne0, int64_t ne1,
                                bool required);
@@ -138,7 +153,11 @@ void nib_yarn_freq_divisors(float *div, int n_rot, float base, float factor, int
                             float beta_fast, float beta_slow);
 float nib_yarn_mscale(float factor, float ext_factor, float attn_factor);
 
-/* The shared layer binding: norms, q/k/v/o, ffn (every architecture has these). */
+/* Expert e's matrix of a 3-D expert weight, as a 2-D weight of its own. */
+nib_weight nib_expert_slice(const nib_weight *w, int e);
+
+/* The shared layer binding: norms, q/k/v/o, ffn (every architecture has these;
+ * the FFN is the router and the experts when n_expert > 0). */
 nib_status nib_bind_common_layer(nib_loader *ld, nib_model *m, int il, nib_layer *l);
 
 /* ---- the model -------------------------------------------------------------------- */

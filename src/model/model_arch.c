@@ -6,11 +6,13 @@
 #include "model/arch.h"
 
 static const nib_arch_desc arch_table[] = {
-    {"llama", nib_arch_llama_hparams, NULL},
-    {"qwen2", nib_arch_qwen2_hparams, nib_arch_qwen2_bind},
-    {"qwen3", nib_arch_qwen3_hparams, nib_arch_qwen3_bind},
-    {"gemma2", nib_arch_gemma2_hparams, nib_arch_gemma2_bind},
-    {"gemma3", nib_arch_gemma3_hparams, nib_arch_gemma3_bind},
+    /* name     experts  hyperparameters           layer's own tensors */
+    {"llama",    true,  nib_arch_llama_hparams,   NULL},  /* Mixtral: llama with experts */
+    {"qwen2",    false, nib_arch_qwen2_hparams,   nib_arch_qwen2_bind},
+    {"qwen3",    false, nib_arch_qwen3_hparams,   nib_arch_qwen3_bind},
+    {"qwen3moe", true,  nib_arch_qwen3moe_hparams, nib_arch_qwen3_bind},
+    {"gemma2",   false, nib_arch_gemma2_hparams,  nib_arch_gemma2_bind},
+    {"gemma3",   false, nib_arch_gemma3_hparams,  nib_arch_gemma3_bind},
 };
 
 const nib_arch_desc *nib_arch_find(const char *name) {
@@ -19,4 +21,4 @@ const nib_arch_desc *nib_arch_find(const char *name) {
     return NULL;
 }
 
-const char *nib_arch_supported_list(void) { return "llama (Llama, SmolLM2, Mistral), qwen2, qwen3, gemma2, gemma3"; }
+const char *nib_arch_supported_list(void) { return "llama (Llama, SmolLM2, Mistral, Mixtral), qwen2, qwen3, qwen3moe, gemma2, gemma3"; }

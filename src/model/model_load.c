@@ -89,6 +89,38 @@ nib_status nib_ld_weight(nib_loader *ld, nib_weight *w, const char *name, int64_
     return NIB_OK;
 }
 
+nib_status nib_ld_weight3(nib_loader *ld, nib_weight *w, const char *name, int64_t ne0, int64_t ne1, int64_t ne2) {
+    memset(w, 0, sizeof *w);
+    int64_t i = nib_gguf_find_tensor(ld->g, name);
+    if (i < 0) return nib_error_set(ld->err, NIB_ERR_FORMAT, "tensor '%s' is missing", name);
+    const nib_gguf_tensor *t = nib_gguf_tensor_at(ld->g, i);
+    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != ne2 || t->ne[3] != 1)
+        return nib_error_set(ld->err, NIB_ERR_FORMAT,
+                             "tensor '%s' has shape %lld x %lld x %lld x %lld, expected %lld x %lld x %lld (from the "
+                             "hyperparameters)",
+                             name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
+                             (long long)ne0, (long long)ne1, (long long)ne2);
+    if (!nib_type_is_supported((int)t->type))
+        return nib_error_set(ld->err, NIB_ERR_UNSUPPORTED, "tensor '%s' has type %s, which nib cannot compute with",
+                             name, nib_type_name(t->type) ? nib_type_name(t->type) : "?");
+    w->name = t->name.ptr;
+    w->name_len = (int)(t->name.len < 256 ? t->name.len : 256);
+    w->type = t->type;
+    for (int d = 0; d < 4; d++) w->ne[d] = t->ne[d];
+    w->data = t->data;
+    ld->used[i] = 1;
+    return NIB_OK;
+}
+
+nib_weight nib_expert_slice(const nib_weight *w, int e) {
+    nib_weight s = *w;
+    size_t row = 0;
+    nib_row_bytes(w->type, w->ne[0], &row); /* checked at load: the file's tensor sizes come from it */
+    s.ne[2] = 1;
+    s.data = (const uint8_t *)w->data + (size_t)e * (size_t)w->ne[1] * row;
+    return s;
+}
+
 nib_status nib_ld_layer_weight(nib_loader *ld, nib_weight *w, int il, const char *suffix, int64_t ne0, int64_t ne1,
                                bool required) {
     char name[96];
@@ -107,11 +139,21 @@ nib_status nib_bind_common_layer(nib_loader *ld, nib_model *m, int il, nib_layer
     if ((s = nib_ld_layer_weight(ld, &l->wv, il, "attn_v.weight", e, vd, true))) return s;
     if ((s = nib_ld_layer_weight(ld, &l->wo, il, "attn_output.weight", od, e, true))) return s;
     if ((s = nib_ld_layer_weight(ld, &l->ffn_norm, il, "ffn_norm.weight", e, 0, true))) return s;
+    l->window = 0;
+    if (hp->n_expert > 0) {
+        const int64_t fe = hp->n_ff_exp, ne = hp->n_expert;
+        char name[96];
+        if ((s = nib_ld_layer_weight(ld, &l->gate_inp, il, "ffn_gate_inp.weight", e, ne, true))) return s;
+        snprintf(name, sizeof name, "blk.%d.ffn_gate_exps.weight", il);
+        if ((s = nib_ld_weight3(ld, &l->gate_exps, name, e, fe, ne))) return s;
+        snprintf(name, sizeof name, "blk.%d.ffn_up_exps.weight", il);
+        if ((s = nib_ld_weight3(ld, &l->up_exps, name, e, fe, ne))) return s;
+        snprintf(name, sizeof name, "blk.%d.ffn_down_exps.weight", il);
+        return nib_ld_weight3(ld, &l->down_exps, name, fe, e, ne);
+    }
     if ((s = nib_ld_layer_weight(ld, &l->gate, il, "ffn_gate.weight", e, hp->n_ff, true))) return s;
     if ((s = nib_ld_layer_weight(ld, &l->up, il, "ffn_up.weight", e, hp->n_ff, true))) return s;
-    if ((s = nib_ld_layer_weight(ld, &l->down, il, "ffn_down.weight", hp->n_ff, e, true))) return s;
-    l->window = 0;
-    return NIB_OK;
+    return nib_ld_layer_weight(ld, &l->down, il, "ffn_down.weight", hp->n_ff, e, true);
 }
 
 /* ---- hyperparameters every architecture shares ------------------------------------ */
@@ -125,12 +167,18 @@ static nib_status read_common_hparams(nib_loader *ld, nib_hparams *hp) {
     if ((s = nib_ld_u32_or(ld, "attention.head_count_kv", hp->n_head, &hp->n_head_kv))) return s;
     if ((s = nib_ld_u32_or(ld, "context_length", 4096, &hp->n_ctx_train))) return s;
     if ((s = nib_ld_f32(ld, "attention.layer_norm_rms_epsilon", &hp->norm_eps))) return s;
-    /* Mixtral-style files keep their architecture's name (llama) and add experts */
-    int32_t n_expert;
-    if ((s = nib_ld_u32_or(ld, "expert_count", 0, &n_expert))) return s;
-    if (n_expert > 0)
-        return nib_error_set(ld->err, NIB_ERR_UNSUPPORTED,
-                             "%s.expert_count = %d: mixture-of-experts models are not supported yet", ld->arch, n_expert);
+    /* experts (Mixtral keeps the llama name and adds them; qwen3moe) */
+    if ((s = nib_ld_u32_or(ld, "expert_count", 0, &hp->n_expert))) return s;
+    if (hp->n_expert > 0) {
+        if ((s = nib_ld_u32(ld, "expert_used_count", &hp->n_expert_used))) return s;
+        if ((s = nib_ld_u32_or(ld, "expert_feed_forward_length", hp->n_ff, &hp->n_ff_exp))) return s;
+        if (hp->n_expert > NIB_MAX_EXPERTS || hp->n_expert_used < 1 || hp->n_expert_used > hp->n_expert ||
+            hp->n_ff_exp < 1)
+            return nib_error_set(ld->err, NIB_ERR_FORMAT,
+                                 "%s: %d experts (at most %d), %d used a token (1 to the expert count), expert "
+                                 "feed-forward length %d",
+                                 ld->arch, hp->n_expert, NIB_MAX_EXPERTS, hp->n_expert_used, hp->n_ff_exp);
+    }
     if (hp->n_layer < 1 || hp->n_layer > 1024) return nib_error_set(ld->err, NIB_ERR_FORMAT, "%s.block_count = %d is out of range", ld->arch, hp->n_layer);
     if (hp->n_embd < 1 || hp->n_ff < 1 || hp->n_head < 1 || hp->n_head_kv < 1)
         return nib_error_set(ld->err, NIB_ERR_FORMAT, "%s: embedding, feed-forward and head counts must be positive",
@@ -175,7 +223,7 @@ static uint64_t weight_bytes(const nib_weight *w) {
     if (!w->data) return 0;
     size_t row;
     if (!nib_row_bytes(w->type, w->ne[0], &row)) return 0;
-    return (uint64_t)row * (uint64_t)w->ne[1];
+    return (uint64_t)row * (uint64_t)w->ne[1] * (uint64_t)w->ne[2];
 }
 
 static nib_status bind_all(nib_loader *ld, nib_model *m, const nib_arch_desc *arch) {
@@ -212,12 +260,16 @@ static nib_status bind_all(nib_loader *ld, nib_model *m, const nib_arch_desc *ar
         if (arch->bind_layer && (s = arch->bind_layer(ld, m, il, l))) return s;
     }
     if ((s = nib_finish_rope_scaling(ld, m))) return s;
-    /* bytes one decode step reads: every layer's matrices, the output head */
+    /* bytes one decode step reads: every layer's matrices (of the experts, the
+     * used ones' share), the output head */
     uint64_t total = weight_bytes(&m->output);
     for (int il = 0; il < hp->n_layer; il++) {
         const nib_layer *l = &m->layers[il];
-        const nib_weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down};
+        const nib_weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down, &l->gate_inp};
         for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) total += weight_bytes(ws[k]);
+        const nib_weight *xs[] = {&l->gate_exps, &l->up_exps, &l->down_exps};
+        for (size_t k = 0; k < sizeof xs / sizeof xs[0]; k++)
+            if (xs[k]->data) total += weight_bytes(xs[k]) / (uint64_t)hp->n_expert * (uint64_t)hp->n_expert_used;
     }
     m->weight_bytes = total;
     return NIB_OK;
@@ -261,6 +313,9 @@ nib_model *nib_model_load_gguf(nib_gguf *g, const char *path, nib_error *err) {
         goto fail;
     }
     if ((s = read_common_hparams(&ld, &m->hp)) || (s = desc->read_hparams(&ld, &m->hp)) ||
+        (m->hp.n_expert > 0 && !desc->experts &&
+         (s = nib_error_set(err, NIB_ERR_UNSUPPORTED, "%s.expert_count = %d: nib runs experts in llama (Mixtral) and "
+                            "qwen3moe models, not in %s ones", m->hp.arch_name, m->hp.n_expert, m->hp.arch_name))) ||
         (s = bind_all(&ld, m, desc))) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err ? err->msg : "");

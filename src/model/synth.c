@@ -45,22 +45,28 @@
  * and FFN (and gemma3's QK-norms; gemma2's soft-capping keys). To add a shape:
  * add a row; the arch must be one nib_arch_find knows and the tensors it needs
  * must be the ones the plan below makes (llama-style blocks, optional QKV
- * biases, the gemmas' norms). */
+ * biases, the gemmas' norms, QK-norms for qwen3/gemma3, the experts'
+ * router and 3-D expert matrices). */
 static const nib_synth_shape shapes[] = {
     /*  name            arch     vocab   embd  lay head kv  hd  ff     ctx     rope       eps   tied   bias  window */
-    {"tiny-llama",     "llama", 512,    256,  2,  4,   2,  64, 512,   2048,   10000.0f,  1e-5f, false, false, 0},
-    {"tiny-qwen2",     "qwen2", 512,    192,  2,  3,   1,  64, 512,   2048,   1000000.0f, 1e-6f, true, true, 0},
-    {"tiny-gemma3",    "gemma3", 512,   128,  7,  2,   1,  64, 256,   2048,   1000000.0f, 1e-6f, true, false, 16},
-    {"tiny-gemma2",    "gemma2", 512,   128,  4,  2,   1,  64, 256,   2048,   10000.0f,  1e-6f, true,  false, 16},
-    {"smollm2-135m",   "llama", 49152,  576,  30, 9,   3,  64, 1536,  8192,   100000.0f, 1e-5f, true,  false, 0},
-    {"gemma3-270m",    "gemma3", 262144, 640, 18, 4,   1,  256, 2048, 32768,  1000000.0f, 1e-6f, true, false, 512},
-    {"gemma2-2b",      "gemma2", 256000, 2304, 26, 8,  4,  256, 9216, 8192,   10000.0f,  1e-6f, true,  false, 4096},
-    {"qwen2.5-0.5b",   "qwen2", 151936, 896,  24, 14,  2,  64, 4864,  32768,  1000000.0f, 1e-6f, true, true, 0},
-    {"llama3.2-1b",    "llama", 128256, 2048, 16, 32,  8,  64, 8192,  131072, 500000.0f, 1e-5f, true,  false, 0},
-    {"qwen2.5-7b",     "qwen2", 152064, 3584, 28, 28,  4,  128, 18944, 32768, 1000000.0f, 1e-6f, false, true, 0},
-    {"llama3-8b",      "llama", 128256, 4096, 32, 32,  8,  128, 14336, 8192,  500000.0f, 1e-5f, false, false, 0},
-    {"gemma3-12b",     "gemma3", 262144, 3840, 48, 16, 8,  256, 15360, 131072, 1000000.0f, 1e-6f, true, false, 1024},
-    {"gemma3-27b",     "gemma3", 262144, 5376, 62, 32, 16, 128, 21504, 131072, 1000000.0f, 1e-6f, true, false, 1024},
+    {"tiny-llama",     "llama", 512,    256,  2,  4,   2,  64, 512,   2048,   10000.0f,  1e-5f, false, false, 0, 0, 0, 0},
+    {"tiny-qwen2",     "qwen2", 512,    192,  2,  3,   1,  64, 512,   2048,   1000000.0f, 1e-6f, true, true, 0, 0, 0, 0},
+    {"tiny-gemma3",    "gemma3", 512,   128,  7,  2,   1,  64, 256,   2048,   1000000.0f, 1e-6f, true, false, 16, 0, 0, 0},
+    {"tiny-gemma2",    "gemma2", 512,   128,  4,  2,   1,  64, 256,   2048,   10000.0f,  1e-6f, true,  false, 16, 0, 0, 0},
+    {"smollm2-135m",   "llama", 49152,  576,  30, 9,   3,  64, 1536,  8192,   100000.0f, 1e-5f, true,  false, 0, 0, 0, 0},
+    {"gemma3-270m",    "gemma3", 262144, 640, 18, 4,   1,  256, 2048, 32768,  1000000.0f, 1e-6f, true, false, 512, 0, 0, 0},
+    {"gemma2-2b",      "gemma2", 256000, 2304, 26, 8,  4,  256, 9216, 8192,   10000.0f,  1e-6f, true,  false, 4096, 0, 0, 0},
+    {"qwen2.5-0.5b",   "qwen2", 151936, 896,  24, 14,  2,  64, 4864,  32768,  1000000.0f, 1e-6f, true, true, 0, 0, 0, 0},
+    {"llama3.2-1b",    "llama", 128256, 2048, 16, 32,  8,  64, 8192,  131072, 500000.0f, 1e-5f, true,  false, 0, 0, 0, 0},
+    {"qwen2.5-7b",     "qwen2", 152064, 3584, 28, 28,  4,  128, 18944, 32768, 1000000.0f, 1e-6f, false, true, 0, 0, 0, 0},
+    {"llama3-8b",      "llama", 128256, 4096, 32, 32,  8,  128, 14336, 8192,  500000.0f, 1e-5f, false, false, 0, 0, 0, 0},
+    {"gemma3-12b",     "gemma3", 262144, 3840, 48, 16, 8,  256, 15360, 131072, 1000000.0f, 1e-6f, true, false, 1024, 0, 0, 0},
+    {"gemma3-27b",     "gemma3", 262144, 5376, 62, 32, 16, 128, 21504, 131072, 1000000.0f, 1e-6f, true, false, 1024, 0, 0, 0},
+    /* mixtures of experts:                                                                     experts used ff_exp */
+    {"tiny-mixtral",   "llama", 512,    128,  2,  4,   2,  32, 256,   2048,   1000000.0f, 1e-5f, false, false, 0,  4, 2, 256},
+    {"tiny-qwen3moe",  "qwen3moe", 512, 128,  2,  4,   2,  32, 384,   2048,   1000000.0f, 1e-6f, false, false, 0,  8, 3, 64},
+    {"qwen3-30b-a3b",  "qwen3moe", 151936, 2048, 48, 32, 4, 128, 6144, 40960, 1000000.0f, 1e-6f, false, false, 0, 128, 8, 768},
+    {"mixtral-8x7b",   "llama", 32000,  4096, 32, 32,  8,  128, 14336, 32768, 1000000.0f, 1e-5f, false, false, 0,  8, 2, 14336},
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
@@ -261,10 +267,10 @@ static nib_status calibrate(nib_type t, float *rms_unit, nib_error *err) {
 
 typedef enum synth_kind { KIND_MATRIX, KIND_NORM, KIND_BIAS } synth_kind;
 typedef enum synth_role {
-    ROLE_TOKEN_EMBD, ROLE_OUTPUT, ROLE_ATTN_V, ROLE_ATTN_OUTPUT, ROLE_FFN_DOWN, ROLE_OTHER,
+    ROLE_TOKEN_EMBD, ROLE_OUTPUT, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_OUTPUT, ROLE_FFN_DOWN, ROLE_ROUTER, ROLE_OTHER,
 } synth_role;
-typedef enum synth_dim { DIM_NONE, DIM_EMBD, DIM_Q, DIM_KV, DIM_FF, DIM_VOCAB, DIM_HEAD } synth_dim;
-typedef enum synth_only { ALL, BIAS, GEMMA, GEMMA3 } synth_only;  /* which shapes have the tensor */
+typedef enum synth_dim { DIM_NONE, DIM_EMBD, DIM_Q, DIM_KV, DIM_FF, DIM_VOCAB, DIM_HEAD, DIM_FF_EXP, DIM_EXPERT } synth_dim;
+typedef enum synth_only { ALL, BIAS, GEMMA, QK_NORM, DENSE, EXPERTS } synth_only;  /* which shapes have the tensor */
 
 /* One row per tensor of a block, in the order they are written. */
 static const struct {
@@ -272,23 +278,28 @@ static const struct {
     synth_kind kind;
     synth_role role;
     synth_dim ne0, ne1;  /* ne1 DIM_NONE: a vector */
-    synth_only only;     /* BIAS: with qkv_bias; GEMMA: with a window (gemma2, gemma3); GEMMA3: gemma3 only */
+    synth_only only;     /* BIAS: with qkv_bias; GEMMA: with a window (gemma2, gemma3); QK_NORM: qwen3, qwen3moe,
+                          * gemma3; DENSE / EXPERTS: without / with experts (the experts' matrices are 3-D) */
 } layer_rows[] = {
     {"attn_norm.weight",           KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, ALL},
     {"attn_q.weight",              KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_Q,    ALL},
     {"attn_q.bias",                KIND_BIAS,   ROLE_OTHER,    DIM_Q,    DIM_NONE, BIAS},
-    {"attn_k.weight",              KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_KV,   ALL},
+    {"attn_k.weight",              KIND_MATRIX, ROLE_ATTN_K,   DIM_EMBD, DIM_KV,   ALL},
     {"attn_k.bias",                KIND_BIAS,   ROLE_OTHER,    DIM_KV,   DIM_NONE, BIAS},
     {"attn_v.weight",              KIND_MATRIX, ROLE_ATTN_V,   DIM_EMBD, DIM_KV,   ALL},
     {"attn_v.bias",                KIND_BIAS,   ROLE_OTHER,    DIM_KV,   DIM_NONE, BIAS},
-    {"attn_q_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_HEAD, DIM_NONE, GEMMA3},
-    {"attn_k_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_HEAD, DIM_NONE, GEMMA3},
+    {"attn_q_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_HEAD, DIM_NONE, QK_NORM},
+    {"attn_k_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_HEAD, DIM_NONE, QK_NORM},
     {"attn_output.weight",         KIND_MATRIX, ROLE_ATTN_OUTPUT, DIM_Q, DIM_EMBD, ALL},
     {"post_attention_norm.weight", KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, GEMMA},
     {"ffn_norm.weight",            KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, ALL},
-    {"ffn_gate.weight",            KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF,   ALL},
-    {"ffn_up.weight",              KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF,   ALL},
-    {"ffn_down.weight",            KIND_MATRIX, ROLE_FFN_DOWN, DIM_FF,   DIM_EMBD, ALL},
+    {"ffn_gate.weight",            KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF,   DENSE},
+    {"ffn_up.weight",              KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF,   DENSE},
+    {"ffn_down.weight",            KIND_MATRIX, ROLE_FFN_DOWN, DIM_FF,   DIM_EMBD, DENSE},
+    {"ffn_gate_inp.weight",        KIND_MATRIX, ROLE_ROUTER,   DIM_EMBD, DIM_EXPERT, EXPERTS},
+    {"ffn_gate_exps.weight",       KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF_EXP, EXPERTS},
+    {"ffn_up_exps.weight",         KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF_EXP, EXPERTS},
+    {"ffn_down_exps.weight",       KIND_MATRIX, ROLE_FFN_DOWN, DIM_FF_EXP, DIM_EMBD, EXPERTS},
     {"post_ffw_norm.weight",       KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, GEMMA},
 };
 #define N_LAYER_ROWS ((int)(sizeof layer_rows / sizeof layer_rows[0]))
@@ -298,7 +309,8 @@ typedef struct synth_tensor {
     synth_kind kind;
     nib_type type;
     uint32_t n_dims;
-    int64_t ne[2];
+    int64_t ne[3];           /* ne[1]: all rows (of every expert, for a 3-D tensor: ne[1] * ne[2] as written) */
+    int64_t n_mats;          /* 1, or the experts of a 3-D tensor */
     uint64_t n_bytes;
     /* filled before writing */
     float base;              /* block formats: scale magnitude; F16/F32: value std */
@@ -322,6 +334,8 @@ static int64_t dim_of(const nib_synth_shape *sh, synth_dim d) {
     case DIM_FF: return sh->n_ff;
     case DIM_VOCAB: return sh->n_vocab;
     case DIM_HEAD: return sh->head_dim;
+    case DIM_FF_EXP: return sh->n_ff_exp;
+    case DIM_EXPERT: return sh->n_expert;
     default: return 1;
     }
 }
@@ -370,6 +384,7 @@ static bool mix_holds(mix_when w, const nib_synth_shape *sh, int il) {
  * 896, smollm2's 576). NIB_TYPE_COUNT: llama.cpp would refuse too. */
 static nib_type pick_type(const nib_synth_ftype *ft, const nib_synth_shape *sh, synth_role role, int il, int64_t n_in) {
     nib_type t = ft->base;
+    if (role == ROLE_ROUTER) return NIB_TYPE_F32; /* llama.cpp never quantizes ffn_gate_inp */
     if (!ft->mixed) return t;
     bool head = role == ROLE_OUTPUT || (role == ROLE_TOKEN_EMBD && sh->tied);  /* tied: the embedding is the head */
     if (head) {
@@ -381,6 +396,8 @@ static nib_type pick_type(const nib_synth_ftype *ft, const nib_synth_shape *sh, 
                 const nib_type pick = mix_holds(mix_rules[i].when, sh, il) ? mix_rules[i].yes : mix_rules[i].no;
                 if (pick != NIB_TYPE_COUNT) t = pick;
             }
+        /* llama.cpp: "for the 8-expert model, bumping this to Q8_0 trades just ~128MB" */
+        if (sh->n_expert == 8 && (role == ROLE_ATTN_V || role == ROLE_ATTN_K)) t = NIB_TYPE_Q8_0;
     }
     if (n_in % nib_type_block_elems(t) == 0) return t;
     static const struct { nib_type from, to; } fallback[] = {
@@ -399,14 +416,17 @@ static nib_type pick_type(const nib_synth_ftype *ft, const nib_synth_shape *sh, 
 }
 
 static nib_status plan_add(synth_plan *p, const nib_synth_shape *sh, const nib_synth_ftype *ft, const char *name,
-                           synth_kind kind, synth_role role, int il, int64_t ne0, int64_t ne1, nib_error *err) {
+                           synth_kind kind, synth_role role, int il, int64_t ne0, int64_t ne1, int64_t n_mats,
+                           nib_error *err) {
     synth_tensor *t = &p->t[p->n++];
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
     t->kind = kind;
-    t->n_dims = kind == KIND_MATRIX ? 2 : 1;
+    t->n_dims = kind == KIND_MATRIX ? (n_mats > 1 ? 3 : 2) : 1;
+    t->n_mats = n_mats;
     t->ne[0] = ne0;
-    t->ne[1] = kind == KIND_MATRIX ? ne1 : 1;
+    t->ne[1] = kind == KIND_MATRIX ? ne1 * n_mats : 1;
+    t->ne[2] = 1;
     t->type = kind == KIND_MATRIX ? pick_type(ft, sh, role, il, ne0) : NIB_TYPE_F32;
     if (t->type == NIB_TYPE_COUNT)
         return nib_error_set(err, NIB_ERR_UNSUPPORTED, "synth: %s: rows of %lld are not whole %s blocks", name,
@@ -430,21 +450,24 @@ static nib_status plan_build(synth_plan *p, const nib_synth_shape *sh, const nib
     if (!p->t) return nib_error_set(err, NIB_ERR_NOMEM, "synth: out of memory");
     nib_status s;
     int64_t e = sh->n_embd, v = sh->n_vocab;
-    if ((s = plan_add(p, sh, ft, "token_embd.weight", KIND_MATRIX, ROLE_TOKEN_EMBD, -1, e, v, err))) return s;
+    if ((s = plan_add(p, sh, ft, "token_embd.weight", KIND_MATRIX, ROLE_TOKEN_EMBD, -1, e, v, 1, err))) return s;
+    const bool qk_norm = !strcmp(sh->arch, "gemma3") || !strcmp(sh->arch, "qwen3") || !strcmp(sh->arch, "qwen3moe");
     for (int il = 0; il < sh->n_layer; il++)
         for (int r = 0; r < N_LAYER_ROWS; r++) {
             const synth_only only = layer_rows[r].only;
-            if ((only == BIAS && !sh->qkv_bias) || (only == GEMMA && !sh->window) ||
-                (only == GEMMA3 && strcmp(sh->arch, "gemma3")))
+            if ((only == BIAS && !sh->qkv_bias) || (only == GEMMA && !sh->window) || (only == QK_NORM && !qk_norm) ||
+                (only == DENSE && sh->n_expert) || (only == EXPERTS && !sh->n_expert))
                 continue;
             char name[64];
             snprintf(name, sizeof name, "blk.%d.%s", il, layer_rows[r].suffix);
+            /* the experts' matrices: n_expert of them in one 3-D tensor (the router is 2-D) */
+            const int64_t n_mats = only == EXPERTS && layer_rows[r].role != ROLE_ROUTER ? sh->n_expert : 1;
             if ((s = plan_add(p, sh, ft, name, layer_rows[r].kind, layer_rows[r].role, il, dim_of(sh, layer_rows[r].ne0),
-                              dim_of(sh, layer_rows[r].ne1), err)))
+                              dim_of(sh, layer_rows[r].ne1), n_mats, err)))
                 return s;
         }
-    if ((s = plan_add(p, sh, ft, "output_norm.weight", KIND_NORM, ROLE_OTHER, -1, e, 1, err))) return s;
-    if (!sh->tied && (s = plan_add(p, sh, ft, "output.weight", KIND_MATRIX, ROLE_OUTPUT, -1, e, v, err))) return s;
+    if ((s = plan_add(p, sh, ft, "output_norm.weight", KIND_NORM, ROLE_OTHER, -1, e, 1, 1, err))) return s;
+    if (!sh->tied && (s = plan_add(p, sh, ft, "output.weight", KIND_MATRIX, ROLE_OUTPUT, -1, e, v, 1, err))) return s;
     return NIB_OK;
 }
 
@@ -553,6 +576,14 @@ static nib_status add_metadata(nib_gguf_writer *w, const nib_synth_shape *sh, co
     if (sh->window) { /* gemma3: every 6th layer global; gemma2: every other (llama.cpp and nib alike) */
         snprintf(key, sizeof key, "%s.attention.sliding_window", sh->arch);
         if ((s = nib_gguf_writer_add_u32(w, key, (uint32_t)sh->window, err))) return s;
+    }
+    if (sh->n_expert) { /* llama.cpp reads expert_feed_forward_length for qwen3moe; for llama, feed_forward_length */
+        static const char *const keys[3] = {"expert_count", "expert_used_count", "expert_feed_forward_length"};
+        const int32_t vals[3] = {sh->n_expert, sh->n_expert_used, sh->n_ff_exp};
+        for (int i = 0; i < 3; i++) {
+            snprintf(key, sizeof key, "%s.%s", sh->arch, keys[i]);
+            if ((s = nib_gguf_writer_add_u32(w, key, (uint32_t)vals[i], err))) return s;
+        }
     }
     if (!strcmp(sh->arch, "gemma2")) { /* config.json's attn_logit_softcapping and final_logit_softcapping */
         snprintf(key, sizeof key, "%s.attn_logit_softcapping", sh->arch);
@@ -780,9 +811,11 @@ nib_status nib_synth_write(const char *path, const nib_synth_shape *sh, const ni
         goto done;
     }
     if ((s = add_metadata(w, sh, ft, seed, err))) goto done;
-    for (int64_t i = 0; i < p.n; i++)
-        if ((s = nib_gguf_writer_add_tensor(w, p.t[i].name, p.t[i].type, p.t[i].n_dims, p.t[i].ne, zeros, err)))
-            goto done;
+    for (int64_t i = 0; i < p.n; i++) {
+        const synth_tensor *t = &p.t[i];
+        const int64_t ne[3] = {t->ne[0], t->ne[1] / t->n_mats, t->n_mats};
+        if ((s = nib_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, zeros, err))) goto done;
+    }
     if ((s = nib_gguf_writer_write(w, path, err))) goto done;
     nib_gguf_writer_free(w);
     w = NULL;

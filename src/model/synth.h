@@ -44,7 +44,10 @@ typedef struct nib_synth_shape {
     float norm_eps;
     bool tied;            /* no output.weight: the LM head is token_embd */
     bool qkv_bias;        /* attn_{q,k,v}.bias (qwen2) */
-    int32_t window;       /* gemma3: attention.sliding_window, and its QK-norms and post-norms; 0 otherwise */
+    int32_t window;       /* gemma2/3: attention.sliding_window, and the post-norms; 0 otherwise */
+    /* mixture of experts (0: dense): expert_count, expert_used_count,
+     * expert_feed_forward_length; every layer's FFN is the router and the experts */
+    int32_t n_expert, n_expert_used, n_ff_exp;
 } nib_synth_shape;
 
 /* A llama.cpp file type: the base format of the matrices and its mix rules. */

@@ -21,6 +21,20 @@ Thresholds, from measurement (llama_cpp 0.3.36, tiny-gemma2, this metric):
 So KL_MEAN_MAX = 2e-4, KL_POS_MAX = 5e-3, LOGIT_DIFF_MAX = 0.2 and NEAR_TIE =
 0.2 (twice the largest correct logit difference: a gap below it can flip).
 
+Mixtures of experts (golden "metric": "routed"): where a token's router has
+two experts nearly tied, either engine may take the other, and that position's
+logits differ a lot (llama.cpp against itself, batch against one token at a
+time: 1 such position of 300 on tiny-mixtral). Those cases are judged by the
+median position's KL and the share of positions above ROUTED_KL_POS (this
+file's metric; tiny-mixtral Q4_0 / tiny-qwen3moe Q8_0):
+  correct:                         median KL 3.5e-5 / 3.2e-5, 0.3% / 0.3% above 0.01
+  top-k weights not renormalised:  median 5.7e-3 / 1.1e-2, 27% / 53% above
+  the last chosen expert left out: median 4.8e-2 / 1.6e-2, 93% / 69% above
+  gate and up swapped:             median 0.12 / 0.12, all above
+So ROUTED_KL_MEDIAN_MAX = 1e-3 (30x the correct figure, a fifth of the
+subtlest bug) and at most ROUTED_SHARE_MAX = 5% of positions above
+ROUTED_KL_POS = 0.01.
+
 Usage: tests/e2e/test_synth.py [--lib build/libnib.so] [--nib build/nib]
 Ends with "N passed, N failed, N skipped"."""
 import argparse
@@ -41,6 +55,9 @@ KL_MEAN_MAX = 2e-4
 KL_POS_MAX = 5e-3
 LOGIT_DIFF_MAX = 0.2
 NEAR_TIE = 0.2
+ROUTED_KL_MEDIAN_MAX = 1e-3
+ROUTED_KL_POS = 0.01
+ROUTED_SHARE_MAX = 0.05
 PASSED = FAILED = 0
 
 
@@ -100,6 +117,13 @@ def check(nib_lib, nib_bin, g, tmp):
              for i in range(len(rows)) if rows[i].argmax() != top_ids[i, 0]]
     bad_flips = [f for f in flips if f[3] >= NEAR_TIE]
     d = np.abs(np.take_along_axis(rows, top_ids, 1) - top_l).max()
+    if g.get("metric") == "routed":
+        share = float((kl > ROUTED_KL_POS).mean())
+        report(float(np.median(kl)) < ROUTED_KL_MEDIAN_MAX and share <= ROUTED_SHARE_MAX,
+               f"{case}: logits against llama.cpp {g['llama_cpp_version']} (routed)",
+               f"{len(rows)} positions: median KL {np.median(kl):.2e}, mean {kl.mean():.2e}, "
+               f"{share:.1%} of positions above {ROUTED_KL_POS} (max {kl.max():.3f}), top-1 {1 - len(flips) / len(rows):.1%}")
+        return
     report(kl.mean() < KL_MEAN_MAX and kl.max() < KL_POS_MAX and d < LOGIT_DIFF_MAX and not bad_flips,
            f"{case}: logits against llama.cpp {g['llama_cpp_version']}",
            f"{len(rows)} positions: mean KL {kl.mean():.2e} (max {kl.max():.2e} at {int(kl.argmax())}), "

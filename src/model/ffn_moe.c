@@ -1,0 +1,90 @@
+/* The mixture-of-experts FFN on the CPU (Mixtral, Qwen3-MoE), as llama.cpp's
+ * build_moe_ffn computes it:
+ *
+ *   p      = softmax(router . x)                    over the n_expert experts
+ *   chosen = the n_expert_used largest p, largest first
+ *   w_k    = p[chosen_k]  (/ max(sum_k p[chosen_k], 2^-14) when expert_norm)
+ *   out    = sum_k w_k * down_k(act(gate_k . x) * (up_k . x))   in choice order
+ *
+ * Each expert runs once for all the tokens of the batch that chose it: their
+ * rows are gathered, put through the expert's three matrices (the file's
+ * layout: the experts are not repacked), and its outputs go to the tokens'
+ * slots, summed per token in choice order at the end. */
+#include <math.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "model/context_internal.h"
+
+#define MOE_WEIGHT_SUM_MIN 6.103515625e-5f /* llama.cpp clamps the sum it divides by to this (2^-14) */
+
+/* softmax of the router's row in place, as ggml's: the exponentials' sum in double */
+static void softmax_row(float *p, int n) {
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++) mx = p[i] > mx ? p[i] : mx;
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += (double)(p[i] = expf(p[i] - mx));
+    const float inv = (float)(1.0 / sum);
+    for (int i = 0; i < n; i++) p[i] *= inv;
+}
+
+/* the k largest of p[0..n) by value, largest first (the first index among equals) */
+static void top_k(const float *p, int n, int k, int32_t *sel) {
+    for (int j = 0; j < k; j++) {
+        int best = -1;
+        for (int i = 0; i < n; i++) {
+            bool taken = false;
+            for (int q = 0; q < j && !taken; q++) taken = sel[q] == i;
+            if (!taken && (best < 0 || p[i] > p[best])) best = i;
+        }
+        sel[j] = best;
+    }
+}
+
+nib_status nib_ffn_moe(nib_ctx *c, const nib_layer *l, int64_t n_tok, nib_error *err) {
+    const nib_hparams *hp = &c->m->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff_exp;
+    const int K = hp->n_expert_used, NE = hp->n_expert;
+    nib_status s;
+    if ((s = nib_ctx_matmul(c, &l->gate_inp, c->xn, n_tok, c->router, err))) return s;
+    for (int64_t t = 0; t < n_tok; t++) {
+        float *p = c->router + t * NE, *w = c->moe_w + t * K;
+        int32_t *sel = c->moe_sel + t * K;
+        softmax_row(p, NE);
+        top_k(p, NE, K, sel);
+        float sum = 0.0f;
+        for (int k = 0; k < K; k++) sum += (w[k] = p[sel[k]]);
+        if (hp->expert_norm) {
+            sum = sum > MOE_WEIGHT_SUM_MIN ? sum : MOE_WEIGHT_SUM_MIN;
+            for (int k = 0; k < K; k++) w[k] /= sum;
+        }
+    }
+    for (int e = 0; e < NE; e++) {
+        int64_t n = 0;
+        for (int64_t slot = 0; slot < n_tok * K; slot++)
+            if (c->moe_sel[slot] == e) {
+                c->moe_rows[n] = (int32_t)slot;
+                memcpy(c->moe_x + n * E, c->xn + (slot / K) * E, (size_t)E * sizeof(float));
+                n++;
+            }
+        if (n == 0) continue;
+        const nib_weight g = nib_expert_slice(&l->gate_exps, e), u = nib_expert_slice(&l->up_exps, e),
+                         d = nib_expert_slice(&l->down_exps, e);
+        if ((s = nib_ctx_matmul(c, &g, c->moe_x, n, c->gate, err)) || (s = nib_ctx_matmul(c, &u, c->moe_x, n, c->up, err)))
+            return s;
+        nib_ctx_glu(c, c->gate, c->up, n * F);
+        if ((s = nib_ctx_matmul(c, &d, c->gate, n, c->moe_x, err))) return s;
+        for (int64_t r = 0; r < n; r++)
+            memcpy(c->moe_y + (int64_t)c->moe_rows[r] * E, c->moe_x + r * E, (size_t)E * sizeof(float));
+    }
+    for (int64_t t = 0; t < n_tok; t++) {
+        float *o = c->o + t * E;
+        const float *w = c->moe_w + t * K;
+        for (int64_t i = 0; i < E; i++) o[i] = c->moe_y[(t * K) * E + i] * w[0];
+        for (int k = 1; k < K; k++) {
+            const float *y = c->moe_y + (t * K + k) * E;
+            for (int64_t i = 0; i < E; i++) o[i] += y[i] * w[k];
+        }
+    }
+    return NIB_OK;
+}
