@@ -212,8 +212,12 @@ static void test_device_ok(void) {
         {params(0.8f, NIB_SAMPLE_MAX_K, 1.0f, 0.0f, 1), true},
         {params(0.8f, NIB_SAMPLE_MAX_K + 1, 1.0f, 0.0f, 1), false},
         {params(0.8f, 40, 0.95f, 0.05f, 1), false}, /* with a penalty, set below */
+        {params(0.8f, 40, 0.95f, 0.05f, 1), false}, /* presence */
+        {params(0.8f, 40, 0.95f, 0.05f, 1), false}, /* frequency */
     };
     cases[6].p.repeat_penalty = 1.1f;
+    cases[7].p.presence_penalty = 0.5f;
+    cases[8].p.frequency_penalty = -0.25f;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         nib_sampler *s = nib_sampler_new(&cases[i].p, 100, &err);
         CHECK(s != NULL, "nib_sampler_new: %s", err.msg);
@@ -230,7 +234,48 @@ static void test_device_ok(void) {
     }
 }
 
+/* The penalties on a history where token 3 came 3 times, token 5 once and
+ * token 7 not at all: greedy picks over logits whose order each penalty's
+ * exact amount decides (3: 5.0, 5: 4.6, 7: 4.5), on both sides of each edge. */
+static void test_penalties(void) {
+    float lg[10];
+    for (int i = 0; i < 10; i++) lg[i] = -1.0f - 0.1f * (float)i;
+    lg[3] = 5.0f, lg[5] = 4.6f, lg[7] = 4.5f;
+    static const int32_t hist[] = {3, 1, 3, 5, 3, 2};
+    struct {
+        float rep, pres, freq;
+        int32_t want;
+    } cases[] = {
+        {1.0f, 0.0f, 0.0f, 3},   /* none: 3 at 5.0 */
+        {1.0f, 0.0f, 0.19f, 7},  /* 3: 5 - 3 * 0.19 = 4.43, 5: 4.41, 7: 4.5 */
+        {1.0f, 0.0f, 0.13f, 3},  /* 3: 4.61, 5: 4.47 */
+        {1.0f, 0.45f, 0.0f, 3},  /* 3: 4.55, 5: 4.15 */
+        {1.0f, 0.55f, 0.0f, 7},  /* 3: 4.45, 5: 4.05 */
+        {1.12f, 0.0f, 0.0f, 7},  /* 3: 5 / 1.12 = 4.46, 5: 4.11 */
+        {1.08f, 0.0f, 0.0f, 3},  /* 3: 4.63 */
+        {1.0f, -0.3f, 0.0f, 3},  /* a negative presence favours what was seen: 5.3 */
+        {1.05f, 0.1f, 0.05f, 3}, /* all three, in llama.cpp's order: 3: 5 / 1.05 - 0.15 - 0.1 = 4.51 */
+    };
+    nib_error err = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        nib_sampler_params p = params(0.0f, 40, 1.0f, 0.0f, 1);
+        p.repeat_penalty = cases[i].rep, p.presence_penalty = cases[i].pres, p.frequency_penalty = cases[i].freq;
+        nib_sampler *s = nib_sampler_new(&p, 10, &err);
+        CHECK(s != NULL, "nib_sampler_new: %s", err.msg);
+        if (!s) continue;
+        for (size_t h = 0; h < sizeof hist / sizeof hist[0]; h++) nib_sampler_accept(s, hist[h]);
+        int32_t got = nib_sampler_sample(s, lg), again = nib_sampler_sample(s, lg);
+        CHECK(got == cases[i].want && again == got, "case %zu (repeat %g, presence %g, frequency %g): picked %d then %d, want %d",
+              i, (double)cases[i].rep, (double)cases[i].pres, (double)cases[i].freq, got, again, cases[i].want);
+        nib_sampler_free(s);
+    }
+    nib_sampler_params bad = params(0.8f, 40, 1.0f, 0.0f, 1);
+    bad.presence_penalty = NAN;
+    CHECK(nib_sampler_new(&bad, 10, &err) == NULL && strstr(err.msg, "presence penalty"), "NaN presence penalty: %s", err.msg);
+}
+
 int main(void) {
+    RUN(test_penalties);
     RUN(test_sample_u_matches_sample);
     RUN(test_greedy_keeps_rng);
     RUN(test_sample_u_boundaries);

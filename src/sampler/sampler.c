@@ -19,12 +19,13 @@ struct nib_sampler {
     cand *c;            /* (n_vocab) */
     float *probs;       /* (n_vocab) */
     int32_t *history;   /* (repeat_last_n) ring of recent tokens */
+    int32_t *count;     /* (n_vocab) zero but while the penalties count the history */
     int32_t n_hist, hist_pos;
     uint64_t rng;
 };
 
 nib_sampler_params nib_sampler_default_params(void) {
-    nib_sampler_params p = {0.8f, 40, 0.95f, 0.05f, 1.0f, 64, 0};
+    nib_sampler_params p = {0.8f, 40, 0.95f, 0.05f, 1.0f, 64, 0, 0.0f, 0.0f};
     return p;
 }
 
@@ -38,6 +39,9 @@ nib_status nib_sampler_check_params(const nib_sampler_params *p, nib_error *err)
         return nib_error_set(err, NIB_ERR_ARG, "min-p %g is out of range [0, 1]", (double)p->min_p);
     if (!(p->repeat_penalty > 0.0f && p->repeat_penalty <= 10.0f))
         return nib_error_set(err, NIB_ERR_ARG, "repeat penalty %g is out of range (0, 10]", (double)p->repeat_penalty);
+    if (!(fabsf(p->presence_penalty) <= 10.0f) || !(fabsf(p->frequency_penalty) <= 10.0f))
+        return nib_error_set(err, NIB_ERR_ARG, "presence penalty %g / frequency penalty %g out of range [-10, 10]",
+                             (double)p->presence_penalty, (double)p->frequency_penalty);
     if (p->repeat_last_n < 0 || p->repeat_last_n > 1 << 20)
         return nib_error_set(err, NIB_ERR_ARG, "repeat-last-n %d is out of range", p->repeat_last_n);
     return NIB_OK;
@@ -51,10 +55,11 @@ nib_sampler *nib_sampler_new(const nib_sampler_params *p, int32_t n_vocab, nib_e
         s->n_vocab = n_vocab;
         s->c = malloc((size_t)n_vocab * sizeof *s->c);
         s->probs = malloc((size_t)n_vocab * sizeof *s->probs);
+        s->count = calloc((size_t)n_vocab, sizeof *s->count);
         s->history = malloc((size_t)(p->repeat_last_n > 0 ? p->repeat_last_n : 1) * sizeof *s->history);
         s->rng = p->seed ^ 0x853c49e6748fea9bull;
     }
-    if (!s || !s->c || !s->probs || !s->history) {
+    if (!s || !s->c || !s->probs || !s->history || !s->count) {
         nib_sampler_free(s);
         nib_error_set(err, NIB_ERR_NOMEM, "out of memory for a sampler over %d tokens", n_vocab);
         return NULL;
@@ -64,7 +69,7 @@ nib_sampler *nib_sampler_new(const nib_sampler_params *p, int32_t n_vocab, nib_e
 
 void nib_sampler_free(nib_sampler *s) {
     if (!s) return;
-    free(s->c), free(s->probs), free(s->history), free(s);
+    free(s->c), free(s->probs), free(s->history), free(s->count), free(s);
 }
 
 void nib_sampler_accept(nib_sampler *s, int32_t token) {
@@ -159,12 +164,16 @@ static int32_t sorted_prefix(nib_sampler *s, int32_t n, float top_p, float min_p
     }
 }
 
-bool nib_sampler_is_greedy(const nib_sampler *s) { return s->p.temp <= 0.0f && s->p.repeat_penalty == 1.0f; }
+static bool penalized(const nib_sampler_params *p) {
+    return p->repeat_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
+}
+
+bool nib_sampler_is_greedy(const nib_sampler *s) { return s->p.temp <= 0.0f && !penalized(&s->p); }
 
 bool nib_sampler_device_ok(const nib_sampler *s, nib_sampler_params *out) {
     const nib_sampler_params *p = &s->p;
     if (out) *out = *p;
-    return p->temp > 0.0f && p->repeat_penalty == 1.0f && p->top_k >= 1 && p->top_k <= NIB_SAMPLE_MAX_K;
+    return p->temp > 0.0f && !penalized(p) && p->top_k >= 1 && p->top_k <= NIB_SAMPLE_MAX_K;
 }
 
 double nib_sampler_next_uniform(nib_sampler *s) { return rng_uniform(&s->rng); }
@@ -178,14 +187,18 @@ int32_t nib_sampler_sample_u(nib_sampler *s, const float *logits, double u) {
     const nib_sampler_params *p = &s->p;
     int32_t n = s->n_vocab;
     for (int32_t i = 0; i < n; i++) s->c[i] = (cand){logits[i], i};
-    /* repetition penalty (llama.cpp's rule: divide positive logits, multiply negative) */
-    if (p->repeat_penalty != 1.0f) {
+    /* penalties, once per distinct token of the history (llama.cpp's rule:
+     * divide positive logits, multiply the others; then frequency and presence) */
+    if (penalized(p)) {
+        for (int32_t h = 0; h < s->n_hist; h++)
+            if (s->history[h] >= 0 && s->history[h] < n) s->count[s->history[h]]++;
         for (int32_t h = 0; h < s->n_hist; h++) {
             int32_t id = s->history[h];
-            if (id < 0 || id >= n) continue;
-            cand *c = &s->c[id];
-            if (c->logit == logits[id]) /* once per distinct token */
-                c->logit = c->logit > 0 ? c->logit / p->repeat_penalty : c->logit * p->repeat_penalty;
+            if (id < 0 || id >= n || s->count[id] == 0) continue;
+            float l = s->c[id].logit;
+            if (p->repeat_penalty != 1.0f) l = l <= 0.0f ? l * p->repeat_penalty : l / p->repeat_penalty;
+            s->c[id].logit = l - (float)s->count[id] * p->frequency_penalty - p->presence_penalty;
+            s->count[id] = 0;
         }
     }
     if (p->temp <= 0.0f) {

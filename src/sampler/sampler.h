@@ -1,5 +1,6 @@
-/* Token sampling: greedy, or the llama.cpp chain in its order: repetition
- * penalty -> top-k -> top-p -> min-p -> temperature -> draw with a seeded RNG. */
+/* Token sampling: greedy, or the llama.cpp chain in its order: penalties
+ * (repetition, frequency, presence) -> top-k -> top-p -> min-p -> temperature
+ * -> draw with a seeded RNG. */
 #ifndef NIB_SAMPLER_H
 #define NIB_SAMPLER_H
 
@@ -16,6 +17,9 @@ typedef struct nib_sampler_params {
     float repeat_penalty;  /* 1: off */
     int32_t repeat_last_n; /* tokens the penalty looks back over */
     uint64_t seed;
+    /* OpenAI's, as llama.cpp applies them over the same last repeat_last_n
+     * tokens: logit -= count * frequency + (count > 0) * presence; 0: off */
+    float presence_penalty, frequency_penalty;
 } nib_sampler_params;
 
 /* llama.cpp's defaults: temp 0.8, top-k 40, top-p 0.95, min-p 0.05, no penalty. */
