@@ -28,15 +28,15 @@ static void softmax_row(float *p, int n) {
     for (int i = 0; i < n; i++) p[i] *= inv;
 }
 
-/* the k largest of p[0..n) by value, largest first (the first index among equals) */
+/* the k largest of p[0..n) by value, largest first (the first index among
+ * equals); n <= NIB_MAX_EXPERTS, checked at load */
 static void top_k(const float *p, int n, int k, int32_t *sel) {
+    bool taken[NIB_MAX_EXPERTS] = {false};
     for (int j = 0; j < k; j++) {
         int best = -1;
-        for (int i = 0; i < n; i++) {
-            bool taken = false;
-            for (int q = 0; q < j && !taken; q++) taken = sel[q] == i;
-            if (!taken && (best < 0 || p[i] > p[best])) best = i;
-        }
+        for (int i = 0; i < n; i++)
+            if (!taken[i] && (best < 0 || p[i] > p[best])) best = i;
+        taken[best] = true;
         sel[j] = best;
     }
 }
