@@ -465,6 +465,8 @@ static void x_experts_used_9(nib_gguf_writer *w) {
     nib_gguf_writer_add_u32(w, "llama.expert_used_count", 9, NULL);
 }
 static void x_experts_no_used(nib_gguf_writer *w) { nib_gguf_writer_add_u32(w, "llama.expert_count", 8, NULL); }
+static void x_rope_attn_factor(nib_gguf_writer *w) { nib_gguf_writer_add_f32(w, "llama.rope.scaling.attn_factor", 1.2f, NULL); }
+static void x_rope_attn_factor_0(nib_gguf_writer *w) { nib_gguf_writer_add_f32(w, "llama.rope.scaling.attn_factor", 0.0f, NULL); }
 static void x_rope_longrope(nib_gguf_writer *w) { nib_gguf_writer_add_str(w, "llama.rope.scaling.type", "longrope", NULL); }
 static void x_rope_type_u32(nib_gguf_writer *w) { nib_gguf_writer_add_u32(w, "llama.rope.scaling.type", 2, NULL); }
 static void x_rope_scaling_linear_neg(nib_gguf_writer *w) {
@@ -584,6 +586,10 @@ static void model_cases(void) {
     CASE("m-rope-longrope", "ok", "fail:rope.scaling.type = 'longrope' is not supported \\(nib reads none, linear and yarn\\)",
          t->extra = x_rope_longrope);
     CASE("m-rope-type-u32", "ok", "fail:rope.scaling.type", t->extra = x_rope_type_u32);
+    CASE("m-rope-attn-factor", "ok", "ok", t->extra = x_rope_attn_factor);
+    CASE("m-rope-attn-factor-partial", "ok", "fail:a RoPE attention factor \\(1.2\\) with 8 of 16 head dimensions",
+         t->n_rot = 8, t->extra = x_rope_attn_factor);
+    CASE("m-rope-attn-factor-0", "ok", "fail:rope.scaling.attn_factor = 0 is out of range", t->extra = x_rope_attn_factor_0);
     /* experts said but not there; experts where nib runs none; counts that contradict */
     CASE("m-experts-missing", "ok", "fail:tensor 'blk.0.ffn_gate_inp.weight' is missing", t->extra = x_experts);
     CASE("m-experts-qwen2", "ok", "fail:qwen2.expert_count = 8: nib runs experts in llama \\(Mixtral\\) and qwen3moe",

@@ -31,6 +31,8 @@ CASES = {
     "tiny-gemma2-Q8_0-caps5-3": ("tiny-gemma2", "Q8_0", 11,
                                  ["gemma2.attn_logit_softcapping=f32:5", "gemma2.final_logit_softcapping=f32:3"]),
     "tiny-gemma2-Q4_K_M": ("tiny-gemma2", "Q4_K_M", 12, []),
+    # RoPE's attention factor (cos and sin scaled, whatever the scaling type): q.k times 1.69
+    "tiny-llama-Q8_0-attn-factor": ("tiny-llama", "Q8_0", 15, ["llama.rope.scaling.attn_factor=f32:1.3"]),
     # mixtures of experts: Mixtral's layout (llama, 4 experts, top-2) and Qwen3-MoE's (8, top-3)
     "tiny-mixtral-Q4_0": ("tiny-mixtral", "Q4_0", 13, []),
     "tiny-qwen3moe-Q8_0": ("tiny-qwen3moe", "Q8_0", 14, []),

@@ -83,13 +83,17 @@ nib_status nib_read_rope_scaling(nib_loader *ld, nib_model *m) {
     if (factor == 0.0f) factor = 1.0f;
     for (int il = 0; il < m->hp.n_layer; il++) m->layers[il].rope_scale = factor;
     m->yarn.on = yarn;
+    /* the cos/sin scale llama.cpp applies whatever the type (Phi-3.5's 1.19, say) */
+    if ((s = key_f32(ld, "rope.scaling.attn_factor", 1.0f, &m->yarn.rope_attn_factor))) return s;
+    if (!(m->yarn.rope_attn_factor > 0.0f && m->yarn.rope_attn_factor < 100.0f))
+        return nib_error_set(ld->err, NIB_ERR_FORMAT, "%s.rope.scaling.attn_factor = %g is out of range (0, 100)",
+                             ld->arch, (double)m->yarn.rope_attn_factor);
     if (!yarn) return NIB_OK;
     int32_t n_orig;
     float log_mul;
     if ((s = nib_ld_u32_or(ld, "rope.scaling.original_context_length", m->hp.n_ctx_train, &n_orig)) ||
         (s = key_f32(ld, "rope.scaling.yarn_ext_factor", 1.0f, &m->yarn.ext_factor)) ||
         (s = key_f32(ld, "rope.scaling.yarn_attn_factor", 1.0f, &m->yarn.attn_factor)) ||
-        (s = key_f32(ld, "rope.scaling.attn_factor", 1.0f, &m->yarn.rope_attn_factor)) ||
         (s = key_f32(ld, "rope.scaling.yarn_beta_fast", YARN_BETA_FAST, &m->yarn.beta_fast)) ||
         (s = key_f32(ld, "rope.scaling.yarn_beta_slow", YARN_BETA_SLOW, &m->yarn.beta_slow)) ||
         (s = key_f32(ld, "rope.scaling.yarn_log_multiplier", 0.0f, &log_mul)))
@@ -109,13 +113,26 @@ nib_status nib_read_rope_scaling(nib_loader *ld, nib_model *m) {
     return NIB_OK;
 }
 
+/* cos and sin times ms: every rotated value of q and k times ms, so q.k
+ * times ms^2, which only the attention scale can carry exactly when the
+ * whole head rotates */
+static nib_status fold_mscale(nib_loader *ld, nib_model *m, float ms) {
+    if (ms == 1.0f) return NIB_OK;
+    if (m->hp.n_rot != m->hp.head_dim_k)
+        return nib_error_set(ld->err, NIB_ERR_UNSUPPORTED,
+                             "%s: a RoPE attention factor (%g) with %d of %d head dimensions rotated is not supported",
+                             ld->arch, (double)ms, m->hp.n_rot, m->hp.head_dim_k);
+    m->hp.attn_scale *= ms * ms;
+    return NIB_OK;
+}
+
 nib_status nib_finish_rope_scaling(nib_loader *ld, nib_model *m) {
     nib_hparams *hp = &m->hp;
     const int half = hp->n_rot / 2;
     const float *rf = m->rope_freqs.data ? (const float *)m->rope_freqs.data : NULL;
     if (!m->yarn.on) {
         m->rope_ff = rf;
-        return NIB_OK;
+        return fold_mscale(ld, m, m->yarn.rope_attn_factor);
     }
     const nib_layer *l0 = &m->layers[0];
     for (int il = 1; il < hp->n_layer; il++)
@@ -132,7 +149,6 @@ nib_status nib_finish_rope_scaling(nib_loader *ld, nib_model *m) {
                            m->yarn.ext_factor, m->yarn.beta_fast, m->yarn.beta_slow);
     for (int i = 0; rf && i < half; i++) m->rope_ff_owned[i] *= rf[i];
     m->rope_ff = m->rope_ff_owned;
-    const float ms = nib_yarn_mscale(l0->rope_scale, m->yarn.ext_factor, m->yarn.attn_factor * m->yarn.rope_attn_factor);
-    hp->attn_scale *= ms * ms;
-    return NIB_OK;
+    return fold_mscale(ld, m, nib_yarn_mscale(l0->rope_scale, m->yarn.ext_factor,
+                                              m->yarn.attn_factor * m->yarn.rope_attn_factor));
 }
