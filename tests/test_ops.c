@@ -37,7 +37,7 @@ static void test_rope(void) {
     for (int neox = 0; neox < 2; neox++)
         for (int partial = 0; partial < 2; partial++)
             for (int use_ff = 0; use_ff < 2; use_ff++) {
-                nib_rope r = {partial ? 32 : 64, neox, 10000.0f, use_ff ? 1.0f : 2.0f, use_ff ? ff : NULL};
+                nib_rope r = {partial ? 32 : 64, neox, 10000.0f, use_ff ? 1.0f : 2.0f, use_ff ? ff : NULL, 1.0f};
                 float x[64], y[64];
                 fill(x, 64, 1.0);
                 memcpy(y, x, sizeof x);
@@ -73,7 +73,7 @@ static void test_rope_yarn(void) {
         double hi = ceil(n * log(cases[c].n_ctx_orig / (1.0 * 2 * M_PI)) / (2 * log(base)));
         lo = fmax(lo, 0), hi = fmin(hi, n - 1);
         int n_extrap = 0, n_interp = 0, n_blend = 0;
-        nib_rope r = {n, 1, cases[c].base, cases[c].factor, div};
+        nib_rope r = {n, 1, cases[c].base, cases[c].factor, div, 1.0f};
         float cs[128];
         double worst = 0;
         for (int t = 0; t < 6; t++) {

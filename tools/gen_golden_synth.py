@@ -33,6 +33,10 @@ CASES = {
     "tiny-gemma2-Q4_K_M": ("tiny-gemma2", "Q4_K_M", 12, []),
     # RoPE's attention factor (cos and sin scaled, whatever the scaling type): q.k times 1.69
     "tiny-llama-Q8_0-attn-factor": ("tiny-llama", "Q8_0", 15, ["llama.rope.scaling.attn_factor=f32:1.3"]),
+    # YaRN (factor 4 over 64 positions, so that the 300 here are far past it), NeoX pairs
+    "tiny-qwen2-Q8_0-yarn": ("tiny-qwen2", "Q8_0", 17, ["qwen2.rope.scaling.type=str:yarn",
+                                                               "qwen2.rope.scaling.factor=f32:4",
+                                                               "qwen2.rope.scaling.original_context_length=u32:64"]),
     # mixtures of experts: Mixtral's layout (llama, 4 experts, top-2) and Qwen3-MoE's (8, top-3)
     "tiny-mixtral-Q4_0": ("tiny-mixtral", "Q4_0", 13, []),
     "tiny-qwen3moe-Q8_0": ("tiny-qwen3moe", "Q8_0", 14, []),

@@ -112,6 +112,7 @@ nib_ctx *nib_ctx_new(const nib_model *m, const nib_ctx_params *p, nib_error *err
         free(c);
         return NULL;
     }
+    c->rope_ff = nib_model_rope_ff(m, c->n_ctx);
     c->n_batch = p->n_batch > 0 ? p->n_batch : 256;
     if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
     c->kv_f16 = !p->kv_f32;
@@ -345,7 +346,7 @@ static nib_status attention_block(nib_ctx *c, const nib_layer *l, int il, int64_
     add_bias(c->v, &l->bv, n_tok, c->kv_v_row);
     if (l->q_norm.data) norm_rows(c->q, c->q, &l->q_norm, n_tok * hp->n_head, hp->head_dim_k, hp->norm_eps);
     if (l->k_norm.data) norm_rows(c->k, c->k, &l->k_norm, n_tok * hp->n_head_kv, hp->head_dim_k, hp->norm_eps);
-    nib_rope rope = {hp->n_rot, hp->rope_kind == NIB_ROPE_NEOX, l->rope_base, l->rope_scale, m->rope_ff};
+    nib_rope rope = {hp->n_rot, hp->rope_kind == NIB_ROPE_NEOX, l->rope_base, l->rope_scale, c->rope_ff, m->rope_mscale};
     for (int64_t t = 0; t < n_tok; t++) {
         float *cs = c->rope_cs + t * hp->n_rot;
         nib_rope_table(cs, c->pos + t, &rope);

@@ -334,6 +334,15 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
                       hp->n_expert);
         return NULL;
     }
+    /* RoPE's cos/sin scale: the GPU's rotation has none; folded into the
+     * q.k scale, which carries it exactly only when the whole head rotates */
+    if (m->rope_mscale != 1.0f && hp->n_rot != hp->head_dim_k) {
+        nib_error_set(err, NIB_ERR_UNSUPPORTED,
+                      "a RoPE attention factor (%g) with %d of %d head dimensions rotated is not on the GPU yet; run "
+                      "with --device cpu",
+                      (double)m->rope_mscale, hp->n_rot, hp->head_dim_k);
+        return NULL;
+    }
     if (check_coverage(m, err) != NIB_OK) return NULL;
     nib_gpu *g = calloc(1, sizeof *g);
     if (!g) {
@@ -384,7 +393,7 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
             nib_error_set(err, NIB_ERR_NOMEM, "out of host memory");
             goto fail;
         }
-        const float *ff = m->rope_ff;
+        const float *ff = nib_model_rope_ff(m, n_ctx);
         for (int il = 0; il < hp->n_layer; il++)
             for (int i = 0; i < half; i++) {
                 double f = pow((double)m->layers[il].rope_base, -2.0 * i / (double)hp->n_rot);
@@ -588,7 +597,7 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
     nib_cuda_attn aa = {
         .q = g->q, .k = kc, .v = vc, .out = g->att, .pos = g->io_dev + IO_POS,
         .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .hd_k = hp->head_dim_k, .hd_v = hp->head_dim_v,
-        .n_ctx = g->n_ctx, .window = l->window, .scale = hp->attn_scale, .softcap = hp->attn_softcap, .sinks = NULL,
+        .n_ctx = g->n_ctx, .window = l->window, .scale = hp->attn_scale * g->m->rope_mscale * g->m->rope_mscale, .softcap = hp->attn_softcap, .sinks = NULL,
         .max_len = max_len, .scratch = g->attn_scratch, .act_out = use_gemm(g, L->wo, n) ? NULL : g->act,
     };
     /* the attention quantizes its output for the projection (act_out): tg128 in one build, against a

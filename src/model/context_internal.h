@@ -41,6 +41,7 @@ struct nib_ctx {
     int32_t *moe_rows;        /* (n_batch) one expert's tokens' slots: t * n_expert_used + k */
     float *scores;            /* (n_threads, NIB_ATTN_MAX_TOKENS * group * n_ctx) softmax scratch per thread */
     float *rope_cs;           /* (n_batch, n_rot) cos/sin of each position in the batch */
+    const float *rope_ff;     /* the model's frequency divisors for this context size (nib_model_rope_ff) */
     float *logits;            /* (n_vocab) last position */
     void *mm_scratch;         /* activation quantization for the matmuls */
     packed_weight *packed;    /* the matrices repacked for the CPU kernels (nib_cpu_repack) */

@@ -87,10 +87,16 @@ typedef struct nib_model {
     nib_weight output_norm;     /* (n_embd) */
     nib_weight output;          /* (n_embd, n_vocab); tok_embd when tied */
     nib_weight rope_freqs;      /* optional (n_rot/2) frequency divisors (Llama 3.1 rope scaling) */
-    /* the (n_rot/2) frequency divisors both backends use: rope_freqs, times
-     * YaRN's (rope_scaling.c); NULL for none */
-    const float *rope_ff;
-    float *rope_ff_owned;       /* rope_ff when computed here */
+    /* Phi-3's long-context RoPE (LongRoPE): frequency divisors (n_rot/2) for
+     * contexts up to original_context_length and beyond it; optional */
+    nib_weight rope_factors_short, rope_factors_long;
+    /* the (n_rot/2) frequency divisors both backends use (rope_scaling.c):
+     * rope_freqs, times YaRN's, or LongRoPE's short and long; NULL for none.
+     * nib_model_rope_ff picks for a context size. */
+    const float *rope_ff_short, *rope_ff_long;
+    int32_t rope_n_ctx_orig;    /* longer contexts take rope_ff_long */
+    float *rope_ff_owned;       /* the divisors when computed here */
+    float rope_mscale;          /* cos and sin times this: rope.scaling.attn_factor (and YaRN's); 1: none */
     struct {
         bool on;
         int32_t n_ctx_orig;
@@ -146,6 +152,8 @@ nib_status nib_ld_layer_weight(nib_loader *ld, nib_weight *w, int il, const char
  * them (and the architecture's per-layer changes) the frequency divisors and
  * YaRN's attention factor. */
 nib_status nib_read_rope_scaling(nib_loader *ld, nib_model *m);
+/* The frequency divisors for a context of n_ctx positions (NULL: none). */
+const float *nib_model_rope_ff(const nib_model *m, int32_t n_ctx);
 nib_status nib_finish_rope_scaling(nib_loader *ld, nib_model *m);
 /* YaRN's per-pair frequency divisors (n_rot/2) for a model of base `base`
  * scaled by `factor` from n_ctx_orig positions, and its cos/sin scale. */

@@ -216,6 +216,9 @@ static nib_status read_rope(nib_loader *ld, nib_model *m) {
     if (!(base > 0.0f)) return nib_error_set(ld->err, NIB_ERR_FORMAT, "%s.rope.freq_base must be positive", ld->arch);
     for (int il = 0; il < m->hp.n_layer; il++) m->layers[il].rope_base = base;
     if ((s = nib_read_rope_scaling(ld, m))) return s;
+    if ((s = nib_ld_weight(ld, &m->rope_factors_short, "rope_factors_short.weight", m->hp.n_rot / 2, 0, false)) ||
+        (s = nib_ld_weight(ld, &m->rope_factors_long, "rope_factors_long.weight", m->hp.n_rot / 2, 0, false)))
+        return s;
     return nib_ld_weight(ld, &m->rope_freqs, "rope_freqs.weight", m->hp.n_rot / 2, 0, false);
 }
 

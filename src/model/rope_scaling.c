@@ -17,9 +17,12 @@
  * so it is a per-pair divisor of the frequency, 1 / (1 - mix_i + mix_i *
  * factor), beside the usual position scale, which is how both backends apply
  * it (their frequency tables take divisors already, for Llama 3.1's
- * rope_freqs); and since every rotated value of q and k is multiplied by
- * mscale, q.k is multiplied by mscale^2, folded into the attention scale
- * (exact when the whole head rotates, which is required). */
+ * rope_freqs), and a scale of cos and sin (the CPU's RoPE table takes it; the
+ * GPU folds its square into the q.k scale, exact when the whole head rotates).
+ *
+ * LongRoPE (Phi-3's long-context models) is two tensors of divisors,
+ * rope_factors_short for contexts up to original_context_length and
+ * rope_factors_long beyond it, with rope.scaling.attn_factor as its scale. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,42 +116,42 @@ nib_status nib_read_rope_scaling(nib_loader *ld, nib_model *m) {
     return NIB_OK;
 }
 
-/* cos and sin times ms: every rotated value of q and k times ms, so q.k
- * times ms^2, which only the attention scale can carry exactly when the
- * whole head rotates */
-static nib_status fold_mscale(nib_loader *ld, nib_model *m, float ms) {
-    if (ms == 1.0f) return NIB_OK;
-    if (m->hp.n_rot != m->hp.head_dim_k)
-        return nib_error_set(ld->err, NIB_ERR_UNSUPPORTED,
-                             "%s: a RoPE attention factor (%g) with %d of %d head dimensions rotated is not supported",
-                             ld->arch, (double)ms, m->hp.n_rot, m->hp.head_dim_k);
-    m->hp.attn_scale *= ms * ms;
-    return NIB_OK;
+const float *nib_model_rope_ff(const nib_model *m, int32_t n_ctx) {
+    return n_ctx > m->rope_n_ctx_orig ? m->rope_ff_long : m->rope_ff_short;
 }
 
 nib_status nib_finish_rope_scaling(nib_loader *ld, nib_model *m) {
     nib_hparams *hp = &m->hp;
     const int half = hp->n_rot / 2;
     const float *rf = m->rope_freqs.data ? (const float *)m->rope_freqs.data : NULL;
+    m->rope_mscale = m->yarn.rope_attn_factor;
+    m->rope_n_ctx_orig = INT32_MAX;
+    if (m->rope_factors_short.data || m->rope_factors_long.data) { /* LongRoPE (Phi-3 128k, Phi-3.5, Phi-4-mini) */
+        if (!m->rope_factors_short.data || !m->rope_factors_long.data || rf || m->yarn.on)
+            return nib_error_set(ld->err, NIB_ERR_FORMAT,
+                                 "%s: rope_factors_short and rope_factors_long come as a pair, without rope_freqs or "
+                                 "YaRN", ld->arch);
+        nib_status s = nib_ld_u32_or(ld, "rope.scaling.original_context_length", hp->n_ctx_train, &m->rope_n_ctx_orig);
+        if (s != NIB_OK) return s;
+        m->rope_ff_short = m->rope_factors_short.data;
+        m->rope_ff_long = m->rope_factors_long.data;
+        return NIB_OK;
+    }
     if (!m->yarn.on) {
-        m->rope_ff = rf;
-        return fold_mscale(ld, m, m->yarn.rope_attn_factor);
+        m->rope_ff_short = m->rope_ff_long = rf;
+        return NIB_OK;
     }
     const nib_layer *l0 = &m->layers[0];
     for (int il = 1; il < hp->n_layer; il++)
         if (m->layers[il].rope_base != l0->rope_base || m->layers[il].rope_scale != l0->rope_scale)
             return nib_error_set(ld->err, NIB_ERR_UNSUPPORTED,
                                  "%s: YaRN with layers of different rope bases or scales is not supported", ld->arch);
-    if (hp->n_rot != hp->head_dim_k)
-        return nib_error_set(ld->err, NIB_ERR_UNSUPPORTED,
-                             "%s: YaRN with %d of %d head dimensions rotated is not supported", ld->arch, hp->n_rot,
-                             hp->head_dim_k);
     m->rope_ff_owned = malloc(sizeof(float) * (size_t)(half > 0 ? half : 1));
     if (!m->rope_ff_owned) return nib_error_set(ld->err, NIB_ERR_NOMEM, "out of memory");
     nib_yarn_freq_divisors(m->rope_ff_owned, hp->n_rot, l0->rope_base, l0->rope_scale, m->yarn.n_ctx_orig,
                            m->yarn.ext_factor, m->yarn.beta_fast, m->yarn.beta_slow);
     for (int i = 0; rf && i < half; i++) m->rope_ff_owned[i] *= rf[i];
-    m->rope_ff = m->rope_ff_owned;
-    return fold_mscale(ld, m, nib_yarn_mscale(l0->rope_scale, m->yarn.ext_factor,
-                                              m->yarn.attn_factor * m->yarn.rope_attn_factor));
+    m->rope_ff_short = m->rope_ff_long = m->rope_ff_owned;
+    m->rope_mscale = nib_yarn_mscale(l0->rope_scale, m->yarn.ext_factor, m->yarn.attn_factor * m->yarn.rope_attn_factor);
+    return NIB_OK;
 }

@@ -24,8 +24,8 @@ void nib_rope_table(float *cs, int64_t pos, const nib_rope *r) {
         double inv_freq = pow((double)r->base, -2.0 * i / (double)r->n_rot);
         if (r->freq_factors) inv_freq /= (double)r->freq_factors[i];
         double theta = (double)pos / (double)r->scale * inv_freq;
-        cs[2 * i] = (float)cos(theta);
-        cs[2 * i + 1] = (float)sin(theta);
+        cs[2 * i] = (float)cos(theta) * r->mscale;
+        cs[2 * i + 1] = (float)sin(theta) * r->mscale;
     }
 }
 

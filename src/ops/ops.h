@@ -21,6 +21,7 @@ typedef struct nib_rope {
     float base;
     float scale;
     const float *freq_factors;
+    float mscale;          /* cos and sin times this (RoPE scaling's attention factor; 1: none) */
 } nib_rope;
 void nib_rope_apply(float *x, int64_t pos, const nib_rope *r);
 /* The same in two steps, so the cos/sin of a position are computed once and

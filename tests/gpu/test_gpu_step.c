@@ -732,7 +732,7 @@ static void test_qkv_rope(void) {
         gpu_download(gq, dq, sizeof(float) * (size_t)(T * QD));
         gpu_download(gk, kc, 2 * (size_t)(n_ctx * KD)), gpu_download(gv, vc, 2 * (size_t)(n_ctx * KD));
         /* the CPU's way */
-        nib_rope rope = {cases[c].n_rot, cases[c].neox, cases[c].base, 1.0f, NULL};
+        nib_rope rope = {cases[c].n_rot, cases[c].neox, cases[c].base, 1.0f, NULL, 1.0f};
         int bad = 0;
         for (int t = 0; t < T; t++) {
             float cs[1024];
