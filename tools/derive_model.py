@@ -4,6 +4,7 @@ metadata keys added or replaced (gguf-py's reader and writer, so the file is
 the same on every machine with the pinned gguf version).
 
 Usage: derive_model.py SRC DST KEY=TYPE:VALUE ...   (TYPE: str, u32, f32)
+       ... NAME=tensor_f32:V1,V2,...               (adds a 1-D F32 tensor)
 
 The tests use it for what no small model on PyPI has, for example YaRN rope
 scaling on SmolLM2 (llama.rope.scaling.type=str:yarn ...), checked against
@@ -12,6 +13,7 @@ import os
 import sys
 
 import gguf
+import numpy as np
 
 TYPES = {"str": (str, gguf.GGUFValueType.STRING), "u32": (int, gguf.GGUFValueType.UINT32),
          "f32": (float, gguf.GGUFValueType.FLOAT32)}
@@ -21,10 +23,13 @@ def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     src, dst = sys.argv[1], sys.argv[2]
-    extra = {}
+    extra, tensors = {}, {}
     for spec in sys.argv[3:]:
         key, _, tv = spec.partition("=")
         t, _, v = tv.partition(":")
+        if t == "tensor_f32" and key and v:
+            tensors[key] = np.array([float(x) for x in v.split(",")], dtype=np.float32)
+            continue
         if t not in TYPES or not key or not v:
             sys.exit(f"derive_model: bad KEY=TYPE:VALUE '{spec}' (types: {', '.join(TYPES)})")
         conv, vt = TYPES[t]
@@ -39,7 +44,10 @@ def main():
     for key, (v, vt) in extra.items():
         w.add_key_value(key, v, vt)
     for t in r.tensors:
-        w.add_tensor(t.name, t.data, raw_dtype=t.tensor_type)
+        if t.name not in tensors:
+            w.add_tensor(t.name, t.data, raw_dtype=t.tensor_type)
+    for name, data in tensors.items():
+        w.add_tensor(name, data)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

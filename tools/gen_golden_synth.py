@@ -24,6 +24,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOP = 20
 N_IDS = 300
 
+LONGROPE = ["phi3.rope.dimension_count=u32:48", "phi3.rope.scaling.attn_factor=f32:1.19",
+            "rope_factors_short.weight=tensor_f32:" + ",".join(f"{1 + 0.05 * i:.2f}" for i in range(24)),
+            "rope_factors_long.weight=tensor_f32:" + ",".join(f"{1 + 0.9 * i:.2f}" for i in range(24))]
+
 # name: (shape, type, seed, derive_model.py KEY=TYPE:VALUE ...)
 CASES = {
     # Gemma 2's caps (50 and 30) hardly bend random scores: smaller ones make a
@@ -37,6 +41,13 @@ CASES = {
     "tiny-qwen2-Q8_0-yarn": ("tiny-qwen2", "Q8_0", 17, ["qwen2.rope.scaling.type=str:yarn",
                                                                "qwen2.rope.scaling.factor=f32:4",
                                                                "qwen2.rope.scaling.original_context_length=u32:64"]),
+    # Phi-3: Q, K and V fused, gate and up fused
+    "tiny-phi3-Q8_0": ("tiny-phi3", "Q8_0", 18, []),
+    # Phi-3.5 / Phi-4-mini: LongRoPE's factors (the long ones past original_context_length, here
+    # 512 < the 1024 positions of the context; the short ones with 4096), its cos/sin scale, and
+    # 48 of 64 head dimensions rotated (Phi-4-mini rotates 96 of 128)
+    "tiny-phi3-Q4_0-longrope-long": ("tiny-phi3", "Q4_0", 19, LONGROPE + ["phi3.rope.scaling.original_context_length=u32:512"]),
+    "tiny-phi3-Q4_0-longrope-short": ("tiny-phi3", "Q4_0", 20, LONGROPE + ["phi3.rope.scaling.original_context_length=u32:4096"]),
     # mixtures of experts: Mixtral's layout (llama, 4 experts, top-2) and Qwen3-MoE's (8, top-3)
     "tiny-mixtral-Q4_0": ("tiny-mixtral", "Q4_0", 13, []),
     "tiny-qwen3moe-Q8_0": ("tiny-qwen3moe", "Q8_0", 14, []),

@@ -76,6 +76,9 @@ typedef struct nib_hparams {
      * probabilities (renormalised to sum to 1 when expert_norm) */
     int32_t n_expert, n_expert_used, n_ff_exp;
     bool expert_norm;
+    /* Phi-3's fused matrices: attn_qkv (q's rows, then k's, then v's) and
+     * ffn_up holding the gate's rows then the up's */
+    bool fused_qkv, fused_gate_up;
     nib_rope_kind rope_kind;
     nib_ffn_act ffn_act;
 } nib_hparams;

@@ -11,6 +11,7 @@ static const nib_arch_desc arch_table[] = {
     {"qwen2",    false, nib_arch_qwen2_hparams,   nib_arch_qwen2_bind},
     {"qwen3",    false, nib_arch_qwen3_hparams,   nib_arch_qwen3_bind},
     {"qwen3moe", true,  nib_arch_qwen3moe_hparams, nib_arch_qwen3_bind},
+    {"phi3",     false, nib_arch_phi3_hparams,    NULL},
     {"gemma2",   false, nib_arch_gemma2_hparams,  nib_arch_gemma2_bind},
     {"gemma3",   false, nib_arch_gemma3_hparams,  nib_arch_gemma3_bind},
 };
@@ -21,4 +22,4 @@ const nib_arch_desc *nib_arch_find(const char *name) {
     return NULL;
 }
 
-const char *nib_arch_supported_list(void) { return "llama (Llama, SmolLM2, Mistral, Mixtral), qwen2, qwen3, qwen3moe, gemma2, gemma3"; }
+const char *nib_arch_supported_list(void) { return "llama (Llama, SmolLM2, Mistral, Mixtral), qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3"; }

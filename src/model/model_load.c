@@ -128,15 +128,43 @@ nib_status nib_ld_layer_weight(nib_loader *ld, nib_weight *w, int il, const char
     return nib_ld_weight(ld, w, name, ne0, ne1, required);
 }
 
+/* Rows [r0, r0 + n) of w, as a weight of its own (a fused matrix's part). */
+static nib_weight row_slice(const nib_weight *w, int64_t r0, int64_t n) {
+    nib_weight s = *w;
+    size_t row = 0;
+    nib_row_bytes(w->type, w->ne[0], &row); /* checked at load: the tensor's size came from it */
+    s.ne[1] = n;
+    s.data = (const uint8_t *)w->data + (size_t)r0 * row;
+    return s;
+}
+
+/* One matrix of several outputs' rows stacked (Phi-3's attn_qkv, its ffn_up
+ * of gate and up): n parts of rows[i] rows each, as weights of their own. */
+static nib_status bind_fused(nib_loader *ld, int il, const char *suffix, int64_t ne0, const int64_t *rows,
+                             nib_weight **parts, int n) {
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) total += rows[i];
+    nib_weight fused;
+    nib_status s = nib_ld_layer_weight(ld, &fused, il, suffix, ne0, total, true);
+    for (int64_t i = 0, r0 = 0; s == NIB_OK && i < n; r0 += rows[i], i++) *parts[i] = row_slice(&fused, r0, rows[i]);
+    return s;
+}
+
 nib_status nib_bind_common_layer(nib_loader *ld, nib_model *m, int il, nib_layer *l) {
     const nib_hparams *hp = &m->hp;
     int64_t e = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim_k, kd = (int64_t)hp->n_head_kv * hp->head_dim_k,
             vd = (int64_t)hp->n_head_kv * hp->head_dim_v, od = (int64_t)hp->n_head * hp->head_dim_v;
     nib_status s;
     if ((s = nib_ld_layer_weight(ld, &l->attn_norm, il, "attn_norm.weight", e, 0, true))) return s;
-    if ((s = nib_ld_layer_weight(ld, &l->wq, il, "attn_q.weight", e, qd, true))) return s;
-    if ((s = nib_ld_layer_weight(ld, &l->wk, il, "attn_k.weight", e, kd, true))) return s;
-    if ((s = nib_ld_layer_weight(ld, &l->wv, il, "attn_v.weight", e, vd, true))) return s;
+    if (hp->fused_qkv) {
+        const int64_t rows[3] = {qd, kd, vd};
+        nib_weight *parts[3] = {&l->wq, &l->wk, &l->wv};
+        if ((s = bind_fused(ld, il, "attn_qkv.weight", e, rows, parts, 3))) return s;
+    } else {
+        if ((s = nib_ld_layer_weight(ld, &l->wq, il, "attn_q.weight", e, qd, true))) return s;
+        if ((s = nib_ld_layer_weight(ld, &l->wk, il, "attn_k.weight", e, kd, true))) return s;
+        if ((s = nib_ld_layer_weight(ld, &l->wv, il, "attn_v.weight", e, vd, true))) return s;
+    }
     if ((s = nib_ld_layer_weight(ld, &l->wo, il, "attn_output.weight", od, e, true))) return s;
     if ((s = nib_ld_layer_weight(ld, &l->ffn_norm, il, "ffn_norm.weight", e, 0, true))) return s;
     l->window = 0;
@@ -150,6 +178,12 @@ nib_status nib_bind_common_layer(nib_loader *ld, nib_model *m, int il, nib_layer
         if ((s = nib_ld_weight3(ld, &l->up_exps, name, e, fe, ne))) return s;
         snprintf(name, sizeof name, "blk.%d.ffn_down_exps.weight", il);
         return nib_ld_weight3(ld, &l->down_exps, name, fe, e, ne);
+    }
+    if (hp->fused_gate_up) { /* gate's rows first: llama.cpp's swiglu takes silu of the first half */
+        const int64_t rows[2] = {hp->n_ff, hp->n_ff};
+        nib_weight *parts[2] = {&l->gate, &l->up};
+        if ((s = bind_fused(ld, il, "ffn_up.weight", e, rows, parts, 2))) return s;
+        return nib_ld_layer_weight(ld, &l->down, il, "ffn_down.weight", hp->n_ff, e, true);
     }
     if ((s = nib_ld_layer_weight(ld, &l->gate, il, "ffn_gate.weight", e, hp->n_ff, true))) return s;
     if ((s = nib_ld_layer_weight(ld, &l->up, il, "ffn_up.weight", e, hp->n_ff, true))) return s;

@@ -53,11 +53,13 @@ static const nib_synth_shape shapes[] = {
     {"tiny-qwen2",     "qwen2", 512,    192,  2,  3,   1,  64, 512,   2048,   1000000.0f, 1e-6f, true, true, 0, 0, 0, 0},
     {"tiny-gemma3",    "gemma3", 512,   128,  7,  2,   1,  64, 256,   2048,   1000000.0f, 1e-6f, true, false, 16, 0, 0, 0},
     {"tiny-gemma2",    "gemma2", 512,   128,  4,  2,   1,  64, 256,   2048,   10000.0f,  1e-6f, true,  false, 16, 0, 0, 0},
+    {"tiny-phi3",      "phi3",  512,    256,  2,  4,   2,  64, 512,   4096,   10000.0f,  1e-5f, false, false, 0, 0, 0, 0},
     {"smollm2-135m",   "llama", 49152,  576,  30, 9,   3,  64, 1536,  8192,   100000.0f, 1e-5f, true,  false, 0, 0, 0, 0},
     {"gemma3-270m",    "gemma3", 262144, 640, 18, 4,   1,  256, 2048, 32768,  1000000.0f, 1e-6f, true, false, 512, 0, 0, 0},
     {"gemma2-2b",      "gemma2", 256000, 2304, 26, 8,  4,  256, 9216, 8192,   10000.0f,  1e-6f, true,  false, 4096, 0, 0, 0},
     {"qwen2.5-0.5b",   "qwen2", 151936, 896,  24, 14,  2,  64, 4864,  32768,  1000000.0f, 1e-6f, true, true, 0, 0, 0, 0},
     {"llama3.2-1b",    "llama", 128256, 2048, 16, 32,  8,  64, 8192,  131072, 500000.0f, 1e-5f, true,  false, 0, 0, 0, 0},
+    {"phi3-mini-4k",   "phi3",  32064,  3072, 32, 32,  32, 96, 8192,  4096,   10000.0f,  1e-5f, false, false, 0, 0, 0, 0},
     {"qwen2.5-7b",     "qwen2", 152064, 3584, 28, 28,  4,  128, 18944, 32768, 1000000.0f, 1e-6f, false, true, 0, 0, 0, 0},
     {"llama3-8b",      "llama", 128256, 4096, 32, 32,  8,  128, 14336, 8192,  500000.0f, 1e-5f, false, false, 0, 0, 0, 0},
     {"gemma3-12b",     "gemma3", 262144, 3840, 48, 16, 8,  256, 15360, 131072, 1000000.0f, 1e-6f, true, false, 1024, 0, 0, 0},
@@ -267,10 +269,14 @@ static nib_status calibrate(nib_type t, float *rms_unit, nib_error *err) {
 
 typedef enum synth_kind { KIND_MATRIX, KIND_NORM, KIND_BIAS } synth_kind;
 typedef enum synth_role {
-    ROLE_TOKEN_EMBD, ROLE_OUTPUT, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_OUTPUT, ROLE_FFN_DOWN, ROLE_ROUTER, ROLE_OTHER,
+    ROLE_TOKEN_EMBD, ROLE_OUTPUT, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_QKV, ROLE_ATTN_OUTPUT, ROLE_FFN_DOWN, ROLE_ROUTER,
+    ROLE_OTHER,
 } synth_role;
-typedef enum synth_dim { DIM_NONE, DIM_EMBD, DIM_Q, DIM_KV, DIM_FF, DIM_VOCAB, DIM_HEAD, DIM_FF_EXP, DIM_EXPERT } synth_dim;
-typedef enum synth_only { ALL, BIAS, GEMMA, QK_NORM, DENSE, EXPERTS } synth_only;  /* which shapes have the tensor */
+typedef enum synth_dim {
+    DIM_NONE, DIM_EMBD, DIM_Q, DIM_KV, DIM_QKV, DIM_FF, DIM_FF_UP, DIM_VOCAB, DIM_HEAD, DIM_FF_EXP, DIM_EXPERT
+} synth_dim;
+/* which shapes have the tensor */
+typedef enum synth_only { ALL, BIAS, GEMMA, QK_NORM, SPLIT_QKV, FUSED_QKV, DENSE, DENSE_GATE, EXPERTS } synth_only;
 
 /* One row per tensor of a block, in the order they are written. */
 static const struct {
@@ -282,19 +288,20 @@ static const struct {
                           * gemma3; DENSE / EXPERTS: without / with experts (the experts' matrices are 3-D) */
 } layer_rows[] = {
     {"attn_norm.weight",           KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, ALL},
-    {"attn_q.weight",              KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_Q,    ALL},
+    {"attn_qkv.weight",            KIND_MATRIX, ROLE_ATTN_QKV, DIM_EMBD, DIM_QKV,  FUSED_QKV},
+    {"attn_q.weight",              KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_Q,    SPLIT_QKV},
     {"attn_q.bias",                KIND_BIAS,   ROLE_OTHER,    DIM_Q,    DIM_NONE, BIAS},
-    {"attn_k.weight",              KIND_MATRIX, ROLE_ATTN_K,   DIM_EMBD, DIM_KV,   ALL},
+    {"attn_k.weight",              KIND_MATRIX, ROLE_ATTN_K,   DIM_EMBD, DIM_KV,   SPLIT_QKV},
     {"attn_k.bias",                KIND_BIAS,   ROLE_OTHER,    DIM_KV,   DIM_NONE, BIAS},
-    {"attn_v.weight",              KIND_MATRIX, ROLE_ATTN_V,   DIM_EMBD, DIM_KV,   ALL},
+    {"attn_v.weight",              KIND_MATRIX, ROLE_ATTN_V,   DIM_EMBD, DIM_KV,   SPLIT_QKV},
     {"attn_v.bias",                KIND_BIAS,   ROLE_OTHER,    DIM_KV,   DIM_NONE, BIAS},
     {"attn_q_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_HEAD, DIM_NONE, QK_NORM},
     {"attn_k_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_HEAD, DIM_NONE, QK_NORM},
     {"attn_output.weight",         KIND_MATRIX, ROLE_ATTN_OUTPUT, DIM_Q, DIM_EMBD, ALL},
     {"post_attention_norm.weight", KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, GEMMA},
     {"ffn_norm.weight",            KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, ALL},
-    {"ffn_gate.weight",            KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF,   DENSE},
-    {"ffn_up.weight",              KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF,   DENSE},
+    {"ffn_gate.weight",            KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF,   DENSE_GATE},
+    {"ffn_up.weight",              KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF_UP, DENSE},
     {"ffn_down.weight",            KIND_MATRIX, ROLE_FFN_DOWN, DIM_FF,   DIM_EMBD, DENSE},
     {"ffn_gate_inp.weight",        KIND_MATRIX, ROLE_ROUTER,   DIM_EMBD, DIM_EXPERT, EXPERTS},
     {"ffn_gate_exps.weight",       KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF_EXP, EXPERTS},
@@ -331,7 +338,9 @@ static int64_t dim_of(const nib_synth_shape *sh, synth_dim d) {
     case DIM_EMBD: return sh->n_embd;
     case DIM_Q: return (int64_t)sh->n_head * sh->head_dim;
     case DIM_KV: return (int64_t)sh->n_head_kv * sh->head_dim;
+    case DIM_QKV: return (int64_t)(sh->n_head + 2 * sh->n_head_kv) * sh->head_dim;
     case DIM_FF: return sh->n_ff;
+    case DIM_FF_UP: return strcmp(sh->arch, "phi3") ? sh->n_ff : 2 * (int64_t)sh->n_ff; /* phi3: gate and up fused */
     case DIM_VOCAB: return sh->n_vocab;
     case DIM_HEAD: return sh->head_dim;
     case DIM_FF_EXP: return sh->n_ff_exp;
@@ -359,7 +368,10 @@ static const struct {
 } mix_rules[] = {
     {15, ROLE_ATTN_V, WHEN_MORE_BITS, NIB_TYPE_Q6_K, NIB_TYPE_COUNT},     /* Q4_K_M */
     {15, ROLE_FFN_DOWN, WHEN_MORE_BITS, NIB_TYPE_Q6_K, NIB_TYPE_COUNT},
+    {15, ROLE_ATTN_QKV, WHEN_ALWAYS, NIB_TYPE_Q5_K, NIB_TYPE_COUNT},
     {17, ROLE_ATTN_V, WHEN_MORE_BITS, NIB_TYPE_Q6_K, NIB_TYPE_COUNT},     /* Q5_K_M */
+    {17, ROLE_ATTN_QKV, WHEN_ALWAYS, NIB_TYPE_Q6_K, NIB_TYPE_COUNT},
+    {12, ROLE_ATTN_QKV, WHEN_ALWAYS, NIB_TYPE_Q4_K, NIB_TYPE_COUNT},      /* Q3_K_M */
     {17, ROLE_FFN_DOWN, WHEN_MORE_BITS, NIB_TYPE_Q6_K, NIB_TYPE_COUNT},
     {12, ROLE_ATTN_V, WHEN_FIRST_2, NIB_TYPE_Q5_K, NIB_TYPE_Q4_K},        /* Q3_K_M */
     {12, ROLE_FFN_DOWN, WHEN_FIRST_16TH, NIB_TYPE_Q5_K, NIB_TYPE_Q4_K},
@@ -452,11 +464,13 @@ static nib_status plan_build(synth_plan *p, const nib_synth_shape *sh, const nib
     int64_t e = sh->n_embd, v = sh->n_vocab;
     if ((s = plan_add(p, sh, ft, "token_embd.weight", KIND_MATRIX, ROLE_TOKEN_EMBD, -1, e, v, 1, err))) return s;
     const bool qk_norm = !strcmp(sh->arch, "gemma3") || !strcmp(sh->arch, "qwen3") || !strcmp(sh->arch, "qwen3moe");
+    const bool fused = !strcmp(sh->arch, "phi3");
     for (int il = 0; il < sh->n_layer; il++)
         for (int r = 0; r < N_LAYER_ROWS; r++) {
             const synth_only only = layer_rows[r].only;
             if ((only == BIAS && !sh->qkv_bias) || (only == GEMMA && !sh->window) || (only == QK_NORM && !qk_norm) ||
-                (only == DENSE && sh->n_expert) || (only == EXPERTS && !sh->n_expert))
+                (only == DENSE && sh->n_expert) || (only == EXPERTS && !sh->n_expert) || (only == SPLIT_QKV && fused) ||
+                (only == FUSED_QKV && !fused) || (only == DENSE_GATE && (sh->n_expert || fused)))
                 continue;
             char name[64];
             snprintf(name, sizeof name, "blk.%d.%s", il, layer_rows[r].suffix);
@@ -516,6 +530,15 @@ static nib_status add_vocab(nib_gguf_writer *w, const nib_synth_shape *sh, nib_e
         else snprintf(t, 16, "\xe2\x96\x81t%d", i - N_SPECIAL - N_BYTE), types[i] = TOKEN_NORMAL, scores[i] = -(float)i;
         strs[i] = t;
     }
+    /* Phi-3's chat tokens, last (llama.cpp's vocabulary loader looks <|end|> up in a phi3 file) */
+    static const char *const phi3_tokens[] = {"<|endoftext|>", "<|assistant|>", "<|end|>", "<|system|>", "<|user|>"};
+    const int n_phi3 = (int)(sizeof phi3_tokens / sizeof phi3_tokens[0]);
+    if (!strcmp(sh->arch, "phi3") && n >= N_SPECIAL + N_BYTE + n_phi3)
+        for (int k = 0; k < n_phi3; k++) {
+            char *t = text + (size_t)(n - n_phi3 + k) * 16;
+            snprintf(t, 16, "%s", phi3_tokens[k]);
+            types[n - n_phi3 + k] = TOKEN_CONTROL, scores[n - n_phi3 + k] = 0.0f;
+        }
     if ((s = nib_gguf_writer_add_str(w, "tokenizer.ggml.model", "llama", err)) ||
         (s = nib_gguf_writer_add_str_array(w, "tokenizer.ggml.tokens", strs, (uint64_t)n, err)) ||
         (s = nib_gguf_writer_add_array(w, "tokenizer.ggml.scores", NIB_GGUF_FLOAT32, scores, (uint64_t)n, err)) ||
