@@ -51,11 +51,13 @@ CASES = {
     # mixtures of experts: Mixtral's layout (llama, 4 experts, top-2) and Qwen3-MoE's (8, top-3)
     "tiny-mixtral-Q4_0": ("tiny-mixtral", "Q4_0", 13, []),
     "tiny-qwen3moe-Q8_0": ("tiny-qwen3moe", "Q8_0", 14, []),
+    # OLMoE: the top-k weights not renormalised, QK-norm over the whole projections
+    "tiny-olmoe-Q8_0": ("tiny-olmoe", "Q8_0", 21, []),
 }
 # routed models: a token whose router has two experts nearly tied may take
 # the other one in either engine, and its logits then differ a lot; they are
 # judged by the median position and the share of such positions (test_synth.py)
-ROUTED = {"tiny-mixtral", "tiny-qwen3moe"}
+ROUTED = {"tiny-mixtral", "tiny-qwen3moe", "tiny-olmoe"}
 
 
 def sha256_file(path):

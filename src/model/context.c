@@ -344,8 +344,11 @@ static nib_status attention_block(nib_ctx *c, const nib_layer *l, int il, int64_
     add_bias(c->q, &l->bq, n_tok, QD);
     add_bias(c->k, &l->bk, n_tok, c->kv_k_row);
     add_bias(c->v, &l->bv, n_tok, c->kv_v_row);
-    if (l->q_norm.data) norm_rows(c->q, c->q, &l->q_norm, n_tok * hp->n_head, hp->head_dim_k, hp->norm_eps);
-    if (l->k_norm.data) norm_rows(c->k, c->k, &l->k_norm, n_tok * hp->n_head_kv, hp->head_dim_k, hp->norm_eps);
+    /* QK-norm per head (qwen3, gemma3: weights of head_dim) or over the whole projection (olmoe) */
+    if (l->q_norm.data)
+        norm_rows(c->q, c->q, &l->q_norm, n_tok * QD / l->q_norm.ne[0], l->q_norm.ne[0], hp->norm_eps);
+    if (l->k_norm.data)
+        norm_rows(c->k, c->k, &l->k_norm, n_tok * c->kv_k_row / l->k_norm.ne[0], l->k_norm.ne[0], hp->norm_eps);
     nib_rope rope = {hp->n_rot, hp->rope_kind == NIB_ROPE_NEOX, l->rope_base, l->rope_scale, c->rope_ff, m->rope_mscale};
     for (int64_t t = 0; t < n_tok; t++) {
         float *cs = c->rope_cs + t * hp->n_rot;

@@ -37,7 +37,7 @@ typedef struct nib_layer {
     nib_weight attn_norm;       /* (n_embd) */
     nib_weight wq, wk, wv, wo;  /* (n_embd, n_head*hd_k) (n_embd, n_head_kv*hd_k) (n_embd, n_head_kv*hd_v) (n_head*hd_v, n_embd) */
     nib_weight bq, bk, bv;      /* optional biases (qwen2): (n_head*hd_k) ... */
-    nib_weight q_norm, k_norm;  /* optional per-head RMSNorm (qwen3, gemma3): (hd_k) */
+    nib_weight q_norm, k_norm;  /* optional RMSNorm per head (qwen3, gemma3): (hd_k); or of the whole projection (olmoe) */
     nib_weight post_attn_norm;  /* optional (gemma3): (n_embd) */
     nib_weight ffn_norm;        /* (n_embd) */
     nib_weight gate, up, down;  /* (n_embd, n_ff) (n_embd, n_ff) (n_ff, n_embd); absent in a mixture-of-experts layer */

@@ -12,6 +12,7 @@ static const nib_arch_desc arch_table[] = {
     {"qwen3",    false, nib_arch_qwen3_hparams,   nib_arch_qwen3_bind},
     {"qwen3moe", true,  nib_arch_qwen3moe_hparams, nib_arch_qwen3_bind},
     {"phi3",     false, nib_arch_phi3_hparams,    NULL},
+    {"olmoe",    true,  nib_arch_olmoe_hparams,   nib_arch_olmoe_bind},
     {"gemma2",   false, nib_arch_gemma2_hparams,  nib_arch_gemma2_bind},
     {"gemma3",   false, nib_arch_gemma3_hparams,  nib_arch_gemma3_bind},
 };
@@ -22,4 +23,4 @@ const nib_arch_desc *nib_arch_find(const char *name) {
     return NULL;
 }
 
-const char *nib_arch_supported_list(void) { return "llama (Llama, SmolLM2, Mistral, Mixtral), qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3"; }
+const char *nib_arch_supported_list(void) { return "llama (Llama, SmolLM2, Mistral, Mixtral), qwen2, qwen3, qwen3moe, phi3, olmoe, gemma2, gemma3"; }

@@ -351,8 +351,8 @@ nib_model *nib_model_load_gguf(nib_gguf *g, const char *path, nib_error *err) {
     }
     if ((s = read_common_hparams(&ld, &m->hp)) || (s = desc->read_hparams(&ld, &m->hp)) ||
         (m->hp.n_expert > 0 && !desc->experts &&
-         (s = nib_error_set(err, NIB_ERR_UNSUPPORTED, "%s.expert_count = %d: nib runs experts in llama (Mixtral) and "
-                            "qwen3moe models, not in %s ones", m->hp.arch_name, m->hp.n_expert, m->hp.arch_name))) ||
+         (s = nib_error_set(err, NIB_ERR_UNSUPPORTED, "%s.expert_count = %d: nib runs experts in llama (Mixtral), qwen3moe and "
+                            "olmoe models, not in %s ones", m->hp.arch_name, m->hp.n_expert, m->hp.arch_name))) ||
         (s = bind_all(&ld, m, desc))) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err ? err->msg : "");

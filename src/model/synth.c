@@ -67,6 +67,8 @@ static const nib_synth_shape shapes[] = {
     /* mixtures of experts:                                                                     experts used ff_exp */
     {"tiny-mixtral",   "llama", 512,    128,  2,  4,   2,  32, 256,   2048,   1000000.0f, 1e-5f, false, false, 0,  4, 2, 256},
     {"tiny-qwen3moe",  "qwen3moe", 512, 128,  2,  4,   2,  32, 384,   2048,   1000000.0f, 1e-6f, false, false, 0,  8, 3, 64},
+    {"tiny-olmoe",     "olmoe", 512,    128,  2,  4,   4,  32, 64,    4096,   10000.0f,  1e-5f, false, false, 0,  8, 3, 64},
+    {"olmoe-1b-7b",    "olmoe", 50304,  2048, 16, 16,  16, 128, 1024, 4096,   10000.0f,  1e-5f, false, false, 0, 64, 8, 1024},
     {"qwen3-30b-a3b",  "qwen3moe", 151936, 2048, 48, 32, 4, 128, 6144, 40960, 1000000.0f, 1e-6f, false, false, 0, 128, 8, 768},
     {"mixtral-8x7b",   "llama", 32000,  4096, 32, 32,  8,  128, 14336, 32768, 1000000.0f, 1e-5f, false, false, 0,  8, 2, 14336},
 };
@@ -276,7 +278,9 @@ typedef enum synth_dim {
     DIM_NONE, DIM_EMBD, DIM_Q, DIM_KV, DIM_QKV, DIM_FF, DIM_FF_UP, DIM_VOCAB, DIM_HEAD, DIM_FF_EXP, DIM_EXPERT
 } synth_dim;
 /* which shapes have the tensor */
-typedef enum synth_only { ALL, BIAS, GEMMA, QK_NORM, SPLIT_QKV, FUSED_QKV, DENSE, DENSE_GATE, EXPERTS } synth_only;
+typedef enum synth_only {
+    ALL, BIAS, GEMMA, QK_NORM, QK_NORM_FULL, SPLIT_QKV, FUSED_QKV, DENSE, DENSE_GATE, EXPERTS
+} synth_only;
 
 /* One row per tensor of a block, in the order they are written. */
 static const struct {
@@ -297,6 +301,8 @@ static const struct {
     {"attn_v.bias",                KIND_BIAS,   ROLE_OTHER,    DIM_KV,   DIM_NONE, BIAS},
     {"attn_q_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_HEAD, DIM_NONE, QK_NORM},
     {"attn_k_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_HEAD, DIM_NONE, QK_NORM},
+    {"attn_q_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_Q,    DIM_NONE, QK_NORM_FULL},
+    {"attn_k_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_KV,   DIM_NONE, QK_NORM_FULL},
     {"attn_output.weight",         KIND_MATRIX, ROLE_ATTN_OUTPUT, DIM_Q, DIM_EMBD, ALL},
     {"post_attention_norm.weight", KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, GEMMA},
     {"ffn_norm.weight",            KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, ALL},
@@ -464,11 +470,12 @@ static nib_status plan_build(synth_plan *p, const nib_synth_shape *sh, const nib
     int64_t e = sh->n_embd, v = sh->n_vocab;
     if ((s = plan_add(p, sh, ft, "token_embd.weight", KIND_MATRIX, ROLE_TOKEN_EMBD, -1, e, v, 1, err))) return s;
     const bool qk_norm = !strcmp(sh->arch, "gemma3") || !strcmp(sh->arch, "qwen3") || !strcmp(sh->arch, "qwen3moe");
-    const bool fused = !strcmp(sh->arch, "phi3");
+    const bool fused = !strcmp(sh->arch, "phi3"), qk_norm_full = !strcmp(sh->arch, "olmoe");
     for (int il = 0; il < sh->n_layer; il++)
         for (int r = 0; r < N_LAYER_ROWS; r++) {
             const synth_only only = layer_rows[r].only;
             if ((only == BIAS && !sh->qkv_bias) || (only == GEMMA && !sh->window) || (only == QK_NORM && !qk_norm) ||
+                (only == QK_NORM_FULL && !qk_norm_full) ||
                 (only == DENSE && sh->n_expert) || (only == EXPERTS && !sh->n_expert) || (only == SPLIT_QKV && fused) ||
                 (only == FUSED_QKV && !fused) || (only == DENSE_GATE && (sh->n_expert || fused)))
                 continue;
