@@ -28,6 +28,11 @@ LONGROPE = ["phi3.rope.dimension_count=u32:48", "phi3.rope.scaling.attn_factor=f
             "rope_factors_short.weight=tensor_f32:" + ",".join(f"{1 + 0.05 * i:.2f}" for i in range(24)),
             "rope_factors_long.weight=tensor_f32:" + ",".join(f"{1 + 0.9 * i:.2f}" for i in range(24))]
 
+def GRANITE(arch):
+    return [f"{arch}.embedding_scale=f32:3", f"{arch}.residual_scale=f32:0.5", f"{arch}.attention.scale=f32:0.25",
+            f"{arch}.logit_scale=f32:0.8"]
+
+
 # name: (shape, type, seed, derive_model.py KEY=TYPE:VALUE ...)
 CASES = {
     # Gemma 2's caps (50 and 30) hardly bend random scores: smaller ones make a
@@ -51,13 +56,17 @@ CASES = {
     # mixtures of experts: Mixtral's layout (llama, 4 experts, top-2) and Qwen3-MoE's (8, top-3)
     "tiny-mixtral-Q4_0": ("tiny-mixtral", "Q4_0", 13, []),
     "tiny-qwen3moe-Q8_0": ("tiny-qwen3moe", "Q8_0", 14, []),
+    # Granite: its four scales, at values that show (the 3.1 2B's divide the logits by 8, which
+    # flattens a random model's): embeddings x3, block outputs x0.5, q.k x0.25, logits / 0.8
+    "tiny-granite-Q8_0-scales": ("tiny-granite", "Q8_0", 22, GRANITE("granite")),
+    "tiny-granitemoe-Q8_0-scales": ("tiny-granitemoe", "Q8_0", 23, GRANITE("granitemoe")),
     # OLMoE: the top-k weights not renormalised, QK-norm over the whole projections
     "tiny-olmoe-Q8_0": ("tiny-olmoe", "Q8_0", 21, []),
 }
 # routed models: a token whose router has two experts nearly tied may take
 # the other one in either engine, and its logits then differ a lot; they are
 # judged by the median position and the share of such positions (test_synth.py)
-ROUTED = {"tiny-mixtral", "tiny-qwen3moe", "tiny-olmoe"}
+ROUTED = {"tiny-mixtral", "tiny-qwen3moe", "tiny-olmoe", "tiny-granitemoe"}
 
 
 def sha256_file(path):

@@ -262,6 +262,14 @@ static void add_bias(float *y, const nib_weight *b, int64_t n_tok, int64_t n) {
         for (int64_t i = 0; i < n; i++) y[t * n + i] += bias[i];
 }
 
+/* x += o, or x += scale * o (Granite's residual_scale) */
+static void residual_add(float *x, const float *o, int64_t n, float scale) {
+    if (scale == 1.0f)
+        for (int64_t i = 0; i < n; i++) x[i] += o[i];
+    else
+        for (int64_t i = 0; i < n; i++) x[i] += o[i] * scale;
+}
+
 /* RMSNorm each of n_tok * n_groups vectors of size n (per-head QK-norm when n_groups > 1). */
 static void norm_rows(float *y, const float *x, const nib_weight *w, int64_t rows, int64_t n, float eps) {
     for (int64_t r = 0; r < rows; r++) nib_rmsnorm(y + r * n, x + r * n, w ? w->data : NULL, n, eps);
@@ -362,7 +370,7 @@ static nib_status attention_block(nib_ctx *c, const nib_layer *l, int il, int64_
     nib_pool_run(c->pool, attn_worker, &job);
     if ((s = nib_ctx_matmul(c, &l->wo, c->att, n_tok, c->o, err))) return s;
     if (l->post_attn_norm.data) norm_rows(c->o, c->o, &l->post_attn_norm, n_tok, E, hp->norm_eps);
-    for (int64_t i = 0; i < n_tok * E; i++) c->x[i] += c->o[i];
+    residual_add(c->x, c->o, n_tok * E, hp->residual_scale);
     return NIB_OK;
 }
 
@@ -413,7 +421,7 @@ static nib_status ffn_block(nib_ctx *c, const nib_layer *l, int64_t n_tok, nib_e
         if ((s = nib_ctx_matmul(c, &l->down, c->gate, n_tok, c->o, err))) return s;
     }
     if (l->post_ffn_norm.data) norm_rows(c->o, c->o, &l->post_ffn_norm, n_tok, E, hp->norm_eps);
-    for (int64_t i = 0; i < n_tok * E; i++) c->x[i] += c->o[i];
+    residual_add(c->x, c->o, n_tok * E, hp->residual_scale);
     return NIB_OK;
 }
 
@@ -425,6 +433,8 @@ static nib_status head(nib_ctx *c, int64_t r0, int64_t n, float *out, nib_error 
         nib_status s = nib_ctx_matmul(c, &c->m->output, c->xn + i * hp->n_embd, 1, out + i * hp->n_vocab, err);
         if (s) return s;
     }
+    if (hp->logit_scale != 1.0f)
+        for (int64_t i = 0; i < n * hp->n_vocab; i++) out[i] /= hp->logit_scale;
     if (hp->logit_softcap > 0.0f)
         for (int64_t i = 0; i < n * hp->n_vocab; i++)
             out[i] = hp->logit_softcap * tanhf(out[i] / hp->logit_softcap);

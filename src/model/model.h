@@ -69,6 +69,8 @@ typedef struct nib_hparams {
     float attn_scale;           /* multiplies q.k; usually 1/sqrt(head_dim_k) */
     float embd_scale;           /* multiplies the embedding row; 1 except Gemma (sqrt(n_embd)) */
     float logit_softcap;        /* final logits: c * tanh(x / c); 0 = off */
+    float logit_scale;          /* final logits divided by it (Granite); 1 = off */
+    float residual_scale;       /* each block's output times it before the residual add (Granite); 1 = off */
     float attn_softcap;         /* attention scores (after attn_scale): c * tanh(s / c); 0 = off */
     /* mixture of experts (expert_count, expert_used_count,
      * expert_feed_forward_length): each token's FFN is the sum of its

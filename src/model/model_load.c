@@ -239,6 +239,8 @@ static nib_status read_common_hparams(nib_loader *ld, nib_hparams *hp) {
     hp->embd_scale = 1.0f;
     hp->logit_softcap = 0.0f;
     hp->attn_softcap = 0.0f;
+    hp->logit_scale = 1.0f;
+    hp->residual_scale = 1.0f;
     return NIB_OK;
 }
 

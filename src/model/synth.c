@@ -54,12 +54,15 @@ static const nib_synth_shape shapes[] = {
     {"tiny-gemma3",    "gemma3", 512,   128,  7,  2,   1,  64, 256,   2048,   1000000.0f, 1e-6f, true, false, 16, 0, 0, 0},
     {"tiny-gemma2",    "gemma2", 512,   128,  4,  2,   1,  64, 256,   2048,   10000.0f,  1e-6f, true,  false, 16, 0, 0, 0},
     {"tiny-phi3",      "phi3",  512,    256,  2,  4,   2,  64, 512,   4096,   10000.0f,  1e-5f, false, false, 0, 0, 0, 0},
+    {"tiny-granite",   "granite", 512,  256,  2,  4,   2,  64, 512,   4096,   10000.0f,  1e-5f, true,  false, 0, 0, 0, 0},
+    {"tiny-granitemoe", "granitemoe", 512, 128, 2, 4,  2,  32, 64,    4096,   10000.0f,  1e-6f, true,  false, 0, 8, 2, 64},
     {"smollm2-135m",   "llama", 49152,  576,  30, 9,   3,  64, 1536,  8192,   100000.0f, 1e-5f, true,  false, 0, 0, 0, 0},
     {"gemma3-270m",    "gemma3", 262144, 640, 18, 4,   1,  256, 2048, 32768,  1000000.0f, 1e-6f, true, false, 512, 0, 0, 0},
     {"gemma2-2b",      "gemma2", 256000, 2304, 26, 8,  4,  256, 9216, 8192,   10000.0f,  1e-6f, true,  false, 4096, 0, 0, 0},
     {"qwen2.5-0.5b",   "qwen2", 151936, 896,  24, 14,  2,  64, 4864,  32768,  1000000.0f, 1e-6f, true, true, 0, 0, 0, 0},
     {"llama3.2-1b",    "llama", 128256, 2048, 16, 32,  8,  64, 8192,  131072, 500000.0f, 1e-5f, true,  false, 0, 0, 0, 0},
     {"phi3-mini-4k",   "phi3",  32064,  3072, 32, 32,  32, 96, 8192,  4096,   10000.0f,  1e-5f, false, false, 0, 0, 0, 0},
+    {"granite3.1-2b",  "granite", 49155, 2048, 40, 32, 8,  64, 8192,  131072, 5000000.0f, 1e-5f, true, false, 0, 0, 0, 0},
     {"qwen2.5-7b",     "qwen2", 152064, 3584, 28, 28,  4,  128, 18944, 32768, 1000000.0f, 1e-6f, false, true, 0, 0, 0, 0},
     {"llama3-8b",      "llama", 128256, 4096, 32, 32,  8,  128, 14336, 8192,  500000.0f, 1e-5f, false, false, 0, 0, 0, 0},
     {"gemma3-12b",     "gemma3", 262144, 3840, 48, 16, 8,  256, 15360, 131072, 1000000.0f, 1e-6f, true, false, 1024, 0, 0, 0},
@@ -613,6 +616,14 @@ static nib_status add_metadata(nib_gguf_writer *w, const nib_synth_shape *sh, co
         for (int i = 0; i < 3; i++) {
             snprintf(key, sizeof key, "%s.%s", sh->arch, keys[i]);
             if ((s = nib_gguf_writer_add_u32(w, key, (uint32_t)vals[i], err))) return s;
+        }
+    }
+    if (!strncmp(sh->arch, "granite", 7)) { /* Granite 3.1 2B's config.json multipliers */
+        static const char *const keys[4] = {"embedding_scale", "residual_scale", "attention.scale", "logit_scale"};
+        static const float vals[4] = {12.0f, 0.22f, 0.015625f, 8.0f};
+        for (int i = 0; i < 4; i++) {
+            snprintf(key, sizeof key, "%s.%s", sh->arch, keys[i]);
+            if ((s = nib_gguf_writer_add_f32(w, key, vals[i], err))) return s;
         }
     }
     if (!strcmp(sh->arch, "gemma2")) { /* config.json's attn_logit_softcapping and final_logit_softcapping */
