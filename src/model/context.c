@@ -358,7 +358,7 @@ static nib_status attention_block(nib_ctx *c, const nib_layer *l, int il, int64_
     if (l->k_norm.data)
         norm_rows(c->k, c->k, &l->k_norm, n_tok * c->kv_k_row / l->k_norm.ne[0], l->k_norm.ne[0], hp->norm_eps);
     nib_rope rope = {hp->n_rot, hp->rope_kind == NIB_ROPE_NEOX, l->rope_base, l->rope_scale, c->rope_ff, m->rope_mscale};
-    for (int64_t t = 0; t < n_tok; t++) {
+    for (int64_t t = 0; t < n_tok && !l->no_rope; t++) {
         float *cs = c->rope_cs + t * hp->n_rot;
         nib_rope_table(cs, c->pos + t, &rope);
         for (int32_t h = 0; h < hp->n_head; h++) nib_rope_apply_table(c->q + (t * hp->n_head + h) * hp->head_dim_k, cs, &rope);

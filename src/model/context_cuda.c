@@ -333,6 +333,12 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
                       "--device cpu");
         return NULL;
     }
+    for (int il = 0; il < hp->n_layer; il++)
+        if (m->layers[il].no_rope) {
+            nib_error_set(err, NIB_ERR_UNSUPPORTED, "layers without RoPE (SmolLM3's) are not on the GPU yet; run with "
+                          "--device cpu");
+            return NULL;
+        }
     if (hp->residual_scale != 1.0f || hp->logit_scale != 1.0f) {
         nib_error_set(err, NIB_ERR_UNSUPPORTED, "Granite's residual and logit scales are not on the GPU yet; run with "
                       "--device cpu");

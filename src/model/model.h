@@ -51,6 +51,7 @@ typedef struct nib_layer {
     int32_t window;             /* attend to the last `window` positions; 0 = all */
     float rope_base;
     float rope_scale;           /* positions are divided by this (linear scaling) */
+    bool no_rope;               /* no rotation at all in this layer (SmolLM3's every fourth) */
 } nib_layer;
 
 typedef struct nib_hparams {

@@ -8,6 +8,7 @@
 static const nib_arch_desc arch_table[] = {
     /* name     experts  hyperparameters           layer's own tensors */
     {"llama",    true,  nib_arch_llama_hparams,   NULL},  /* Mixtral: llama with experts */
+    {"smollm3",  false, nib_arch_llama_hparams,   nib_arch_smollm3_bind},
     {"qwen2",    false, nib_arch_qwen2_hparams,   nib_arch_qwen2_bind},
     {"qwen3",    false, nib_arch_qwen3_hparams,   nib_arch_qwen3_bind},
     {"qwen3moe", true,  nib_arch_qwen3moe_hparams, nib_arch_qwen3_bind},
@@ -25,4 +26,4 @@ const nib_arch_desc *nib_arch_find(const char *name) {
     return NULL;
 }
 
-const char *nib_arch_supported_list(void) { return "llama (Llama, SmolLM2, Mistral, Mixtral), qwen2, qwen3, qwen3moe, phi3, olmoe, granite, granitemoe, gemma2, gemma3"; }
+const char *nib_arch_supported_list(void) { return "llama (Llama, SmolLM2, Mistral, Mixtral), smollm3, qwen2, qwen3, qwen3moe, phi3, olmoe, granite, granitemoe, gemma2, gemma3"; }
