@@ -58,6 +58,8 @@ CASES = {
     "tiny-qwen3moe-Q8_0": ("tiny-qwen3moe", "Q8_0", 14, []),
     # SmolLM3: no RoPE in every fourth layer (8 layers: 3 and 7)
     "tiny-smollm3-Q8_0": ("tiny-smollm3", "Q8_0", 24, []),
+    # OLMo 2: norms only after attention and the FFN, QK-norm over the whole projections
+    "tiny-olmo2-Q8_0": ("tiny-olmo2", "Q8_0", 25, []),
     # Granite: its four scales, at values that show (the 3.1 2B's divide the logits by 8, which
     # flattens a random model's): embeddings x3, block outputs x0.5, q.k x0.25, logits / 0.8
     "tiny-granite-Q8_0-scales": ("tiny-granite", "Q8_0", 22, GRANITE("granite")),

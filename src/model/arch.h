@@ -17,6 +17,8 @@ nib_status nib_arch_smollm3_bind(nib_loader *ld, nib_model *m, int il, nib_layer
 nib_status nib_arch_granite_hparams(nib_loader *ld, nib_hparams *hp);
 nib_status nib_arch_olmoe_hparams(nib_loader *ld, nib_hparams *hp);
 nib_status nib_arch_olmoe_bind(nib_loader *ld, nib_model *m, int il, nib_layer *l);
+nib_status nib_arch_olmo2_hparams(nib_loader *ld, nib_hparams *hp);
+nib_status nib_arch_olmo2_bind(nib_loader *ld, nib_model *m, int il, nib_layer *l);
 nib_status nib_arch_gemma2_hparams(nib_loader *ld, nib_hparams *hp);
 nib_status nib_arch_gemma2_bind(nib_loader *ld, nib_model *m, int il, nib_layer *l);
 /* the attention scales nib_arch_gemma{2,3}_hparams set (they depend on the model size) */

@@ -275,6 +275,14 @@ static void norm_rows(float *y, const float *x, const nib_weight *w, int64_t row
     for (int64_t r = 0; r < rows; r++) nib_rmsnorm(y + r * n, x + r * n, w ? w->data : NULL, n, eps);
 }
 
+/* xn = the sub-block's input: x normed, or x itself where the block has no
+ * norm before it (OLMo 2 norms only after) */
+static void pre_norm(nib_ctx *c, const nib_weight *w, int64_t n_tok) {
+    const int64_t E = c->m->hp.n_embd;
+    if (w->data) norm_rows(c->xn, c->x, w, n_tok, E, c->m->hp.norm_eps);
+    else memcpy(c->xn, c->x, (size_t)(n_tok * E) * sizeof *c->xn);
+}
+
 typedef struct attn_job {
     nib_ctx *c;
     const nib_layer *l;
@@ -345,7 +353,7 @@ static nib_status attention_block(nib_ctx *c, const nib_layer *l, int il, int64_
     const nib_hparams *hp = &m->hp;
     int64_t E = hp->n_embd, QD = (int64_t)hp->n_head * hp->head_dim_k;
     nib_status s;
-    norm_rows(c->xn, c->x, &l->attn_norm, n_tok, E, hp->norm_eps);
+    pre_norm(c, &l->attn_norm, n_tok);
     if ((s = nib_ctx_matmul(c, &l->wq, c->xn, n_tok, c->q, err))) return s;
     if ((s = nib_ctx_matmul(c, &l->wk, c->xn, n_tok, c->k, err))) return s;
     if ((s = nib_ctx_matmul(c, &l->wv, c->xn, n_tok, c->v, err))) return s;
@@ -411,7 +419,7 @@ static nib_status ffn_block(nib_ctx *c, const nib_layer *l, int64_t n_tok, nib_e
     const nib_hparams *hp = &c->m->hp;
     int64_t E = hp->n_embd, F = hp->n_ff;
     nib_status s;
-    norm_rows(c->xn, c->x, &l->ffn_norm, n_tok, E, hp->norm_eps);
+    pre_norm(c, &l->ffn_norm, n_tok);
     if (l->gate_inp.data) {
         if ((s = nib_ffn_moe(c, l, n_tok, err))) return s;
     } else {

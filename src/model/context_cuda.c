@@ -328,6 +328,11 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
         nib_error_set(err, NIB_ERR_UNSUPPORTED, "no usable CUDA device: %s", why);
         return NULL;
     }
+    if (hp->post_norm_only) {
+        nib_error_set(err, NIB_ERR_UNSUPPORTED, "blocks without a norm before them (OLMo 2) are not on the GPU yet; run "
+                      "with --device cpu");
+        return NULL;
+    }
     if (m->layers[0].q_norm.data && m->layers[0].q_norm.ne[0] != hp->head_dim_k) {
         nib_error_set(err, NIB_ERR_UNSUPPORTED, "a QK-norm over the whole projection (olmoe) is not on the GPU yet; run with "
                       "--device cpu");

@@ -82,6 +82,9 @@ typedef struct nib_hparams {
     /* Phi-3's fused matrices: attn_qkv (q's rows, then k's, then v's) and
      * ffn_up holding the gate's rows then the up's */
     bool fused_qkv, fused_gate_up;
+    /* OLMo 2: no norm before attention or the FFN, only after them (the
+     * post-norms); the sub-blocks read the residual stream itself */
+    bool post_norm_only;
     nib_rope_kind rope_kind;
     nib_ffn_act ffn_act;
 } nib_hparams;

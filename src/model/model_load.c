@@ -155,7 +155,7 @@ nib_status nib_bind_common_layer(nib_loader *ld, nib_model *m, int il, nib_layer
     int64_t e = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim_k, kd = (int64_t)hp->n_head_kv * hp->head_dim_k,
             vd = (int64_t)hp->n_head_kv * hp->head_dim_v, od = (int64_t)hp->n_head * hp->head_dim_v;
     nib_status s;
-    if ((s = nib_ld_layer_weight(ld, &l->attn_norm, il, "attn_norm.weight", e, 0, true))) return s;
+    if (!hp->post_norm_only && (s = nib_ld_layer_weight(ld, &l->attn_norm, il, "attn_norm.weight", e, 0, true))) return s;
     if (hp->fused_qkv) {
         const int64_t rows[3] = {qd, kd, vd};
         nib_weight *parts[3] = {&l->wq, &l->wk, &l->wv};
@@ -166,7 +166,7 @@ nib_status nib_bind_common_layer(nib_loader *ld, nib_model *m, int il, nib_layer
         if ((s = nib_ld_layer_weight(ld, &l->wv, il, "attn_v.weight", e, vd, true))) return s;
     }
     if ((s = nib_ld_layer_weight(ld, &l->wo, il, "attn_output.weight", od, e, true))) return s;
-    if ((s = nib_ld_layer_weight(ld, &l->ffn_norm, il, "ffn_norm.weight", e, 0, true))) return s;
+    if (!hp->post_norm_only && (s = nib_ld_layer_weight(ld, &l->ffn_norm, il, "ffn_norm.weight", e, 0, true))) return s;
     l->window = 0;
     if (hp->n_expert > 0) {
         const int64_t fe = hp->n_ff_exp, ne = hp->n_expert;

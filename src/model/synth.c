@@ -73,6 +73,8 @@ static const nib_synth_shape shapes[] = {
     {"tiny-mixtral",   "llama", 512,    128,  2,  4,   2,  32, 256,   2048,   1000000.0f, 1e-5f, false, false, 0,  4, 2, 256},
     {"tiny-qwen3moe",  "qwen3moe", 512, 128,  2,  4,   2,  32, 384,   2048,   1000000.0f, 1e-6f, false, false, 0,  8, 3, 64},
     {"tiny-olmoe",     "olmoe", 512,    128,  2,  4,   4,  32, 64,    4096,   10000.0f,  1e-5f, false, false, 0,  8, 3, 64},
+    {"tiny-olmo2",     "olmo2", 512,    256,  2,  4,   4,  64, 512,   4096,   500000.0f, 1e-6f, false, false, 0, 0, 0, 0},
+    {"olmo2-7b",       "olmo2", 100352, 4096, 32, 32,  32, 128, 11008, 4096,  500000.0f, 1e-6f, false, false, 0, 0, 0, 0},
     {"olmoe-1b-7b",    "olmoe", 50304,  2048, 16, 16,  16, 128, 1024, 4096,   10000.0f,  1e-5f, false, false, 0, 64, 8, 1024},
     {"qwen3-30b-a3b",  "qwen3moe", 151936, 2048, 48, 32, 4, 128, 6144, 40960, 1000000.0f, 1e-6f, false, false, 0, 128, 8, 768},
     {"mixtral-8x7b",   "llama", 32000,  4096, 32, 32,  8,  128, 14336, 32768, 1000000.0f, 1e-5f, false, false, 0,  8, 2, 14336},
@@ -284,7 +286,7 @@ typedef enum synth_dim {
 } synth_dim;
 /* which shapes have the tensor */
 typedef enum synth_only {
-    ALL, BIAS, GEMMA, QK_NORM, QK_NORM_FULL, SPLIT_QKV, FUSED_QKV, DENSE, DENSE_GATE, EXPERTS
+    ALL, BIAS, PRE_NORM, GEMMA, QK_NORM, QK_NORM_FULL, SPLIT_QKV, FUSED_QKV, DENSE, DENSE_GATE, EXPERTS
 } synth_only;
 
 /* One row per tensor of a block, in the order they are written. */
@@ -296,7 +298,7 @@ static const struct {
     synth_only only;     /* BIAS: with qkv_bias; GEMMA: with a window (gemma2, gemma3); QK_NORM: qwen3, qwen3moe,
                           * gemma3; DENSE / EXPERTS: without / with experts (the experts' matrices are 3-D) */
 } layer_rows[] = {
-    {"attn_norm.weight",           KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, ALL},
+    {"attn_norm.weight",           KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, PRE_NORM},
     {"attn_qkv.weight",            KIND_MATRIX, ROLE_ATTN_QKV, DIM_EMBD, DIM_QKV,  FUSED_QKV},
     {"attn_q.weight",              KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_Q,    SPLIT_QKV},
     {"attn_q.bias",                KIND_BIAS,   ROLE_OTHER,    DIM_Q,    DIM_NONE, BIAS},
@@ -310,7 +312,7 @@ static const struct {
     {"attn_k_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_KV,   DIM_NONE, QK_NORM_FULL},
     {"attn_output.weight",         KIND_MATRIX, ROLE_ATTN_OUTPUT, DIM_Q, DIM_EMBD, ALL},
     {"post_attention_norm.weight", KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, GEMMA},
-    {"ffn_norm.weight",            KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, ALL},
+    {"ffn_norm.weight",            KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, PRE_NORM},
     {"ffn_gate.weight",            KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF,   DENSE_GATE},
     {"ffn_up.weight",              KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF_UP, DENSE},
     {"ffn_down.weight",            KIND_MATRIX, ROLE_FFN_DOWN, DIM_FF,   DIM_EMBD, DENSE},
@@ -475,11 +477,13 @@ static nib_status plan_build(synth_plan *p, const nib_synth_shape *sh, const nib
     int64_t e = sh->n_embd, v = sh->n_vocab;
     if ((s = plan_add(p, sh, ft, "token_embd.weight", KIND_MATRIX, ROLE_TOKEN_EMBD, -1, e, v, 1, err))) return s;
     const bool qk_norm = !strcmp(sh->arch, "gemma3") || !strcmp(sh->arch, "qwen3") || !strcmp(sh->arch, "qwen3moe");
-    const bool fused = !strcmp(sh->arch, "phi3"), qk_norm_full = !strcmp(sh->arch, "olmoe");
+    const bool olmo2 = !strcmp(sh->arch, "olmo2"), fused = !strcmp(sh->arch, "phi3");
+    const bool qk_norm_full = !strcmp(sh->arch, "olmoe") || olmo2, post_norms = sh->window || olmo2;
     for (int il = 0; il < sh->n_layer; il++)
         for (int r = 0; r < N_LAYER_ROWS; r++) {
             const synth_only only = layer_rows[r].only;
-            if ((only == BIAS && !sh->qkv_bias) || (only == GEMMA && !sh->window) || (only == QK_NORM && !qk_norm) ||
+            if ((only == BIAS && !sh->qkv_bias) || (only == GEMMA && !post_norms) || (only == QK_NORM && !qk_norm) ||
+                (only == PRE_NORM && olmo2) ||
                 (only == QK_NORM_FULL && !qk_norm_full) ||
                 (only == DENSE && sh->n_expert) || (only == EXPERTS && !sh->n_expert) || (only == SPLIT_QKV && fused) ||
                 (only == FUSED_QKV && !fused) || (only == DENSE_GATE && (sh->n_expert || fused)))
