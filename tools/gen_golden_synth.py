@@ -56,6 +56,8 @@ CASES = {
     # mixtures of experts: Mixtral's layout (llama, 4 experts, top-2) and Qwen3-MoE's (8, top-3)
     "tiny-mixtral-Q4_0": ("tiny-mixtral", "Q4_0", 13, []),
     "tiny-qwen3moe-Q8_0": ("tiny-qwen3moe", "Q8_0", 14, []),
+    # Qwen3: QK-norm per head, NeoX RoPE
+    "tiny-qwen3-Q8_0": ("tiny-qwen3", "Q8_0", 26, []),
     # SmolLM3: no RoPE in every fourth layer (8 layers: 3 and 7)
     "tiny-smollm3-Q8_0": ("tiny-smollm3", "Q8_0", 24, []),
     # OLMo 2: norms only after attention and the FFN, QK-norm over the whole projections

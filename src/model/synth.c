@@ -51,6 +51,7 @@ static const nib_synth_shape shapes[] = {
     /*  name            arch     vocab   embd  lay head kv  hd  ff     ctx     rope       eps   tied   bias  window */
     {"tiny-llama",     "llama", 512,    256,  2,  4,   2,  64, 512,   2048,   10000.0f,  1e-5f, false, false, 0, 0, 0, 0},
     {"tiny-qwen2",     "qwen2", 512,    192,  2,  3,   1,  64, 512,   2048,   1000000.0f, 1e-6f, true, true, 0, 0, 0, 0},
+    {"tiny-qwen3",     "qwen3", 512,    128,  2,  4,   2,  32, 384,   2048,   1000000.0f, 1e-6f, true, false, 0, 0, 0, 0},
     {"tiny-gemma3",    "gemma3", 512,   128,  7,  2,   1,  64, 256,   2048,   1000000.0f, 1e-6f, true, false, 16, 0, 0, 0},
     {"tiny-gemma2",    "gemma2", 512,   128,  4,  2,   1,  64, 256,   2048,   10000.0f,  1e-6f, true,  false, 16, 0, 0, 0},
     {"tiny-phi3",      "phi3",  512,    256,  2,  4,   2,  64, 512,   4096,   10000.0f,  1e-5f, false, false, 0, 0, 0, 0},
