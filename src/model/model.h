@@ -110,7 +110,7 @@ typedef struct nib_model {
         bool on;
         int32_t n_ctx_orig;
         float ext_factor, attn_factor, rope_attn_factor, beta_fast, beta_slow;
-    } yarn;                     /* {arch}.rope.scaling.* when the type is yarn */
+    } yarn;                     /* rope.scaling.*: YaRN's (type yarn); rope_attn_factor for any type */
     nib_layer *layers;          /* (n_layer) */
     uint64_t weight_bytes;      /* bytes of all weights a decode step reads */
 } nib_model;
