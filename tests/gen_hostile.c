@@ -590,7 +590,7 @@ static void model_cases(void) {
     CASE("m-rope-attn-factor-0", "ok", "fail:rope.scaling.attn_factor = 0 is out of range", t->extra = x_rope_attn_factor_0);
     /* experts said but not there; experts where nib runs none; counts that contradict */
     CASE("m-experts-missing", "ok", "fail:tensor 'blk.0.ffn_gate_inp.weight' is missing", t->extra = x_experts);
-    CASE("m-experts-qwen2", "ok", "fail:qwen2.expert_count = 8: nib runs experts in llama \\(Mixtral\\), qwen3moe and olmoe",
+    CASE("m-experts-qwen2", "ok", "fail:qwen2.expert_count = 8: nib runs experts in llama \\(Mixtral\\), qwen3moe, olmoe, granitemoe and gpt-oss",
          t->arch = "qwen2", t->extra = x_experts_qwen2);
     CASE("m-experts-used-9", "ok", "fail:8 experts \\(at most 512\\), 9 used a token", t->extra = x_experts_used_9);
     CASE("m-experts-no-used", "ok", "fail:llama.expert_used_count", t->extra = x_experts_no_used);

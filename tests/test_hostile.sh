@@ -226,7 +226,7 @@ if [ "$nib_san" != - ]; then
     san_run "tiny SentencePiece model, run" /dev/null run "$corpus/m-valid-spm.gguf" -p "the hello" -n $n --temp 0
     san_run "tiny model, bench" /dev/null bench "$tiny" -p 8 -n 4 -r 1
     # the experts' gather and scatter, batches of 5 tokens (tokens choosing, and not choosing, each expert)
-    for moe in tiny-qwen3moe tiny-mixtral tiny-olmoe; do
+    for moe in tiny-qwen3moe tiny-mixtral tiny-olmoe tiny-gpt-oss; do
         "$nib" synth --shape $moe --type Q4_0 -o "$tmp/$moe.gguf" >/dev/null 2>&1
         san_run "mixture of experts ($moe), run in batches of 5" /dev/null run "$tmp/$moe.gguf" \
             -p "a prompt of a few more tokens than one batch" -n 6 -b 5 --temp 0.8 --seed 5 --device cpu

@@ -102,15 +102,16 @@ static void test_rope_yarn(void) {
 
 /* float64 attention of one group */
 static void attention_f64(double *out, const float *q, int g, const float *k, const float *v, int64_t stride, int hd,
-                          int64_t j0, int64_t j1, double scale, double softcap) {
+                          int64_t j0, int64_t j1, double scale, double softcap, const float *sinks) {
     for (int h = 0; h < g; h++) {
-        double mx = -1e300, *s = malloc(sizeof(double) * (size_t)(j1 - j0)), sum = 0;
+        double mx = sinks ? sinks[h] : -1e300, *s = malloc(sizeof(double) * (size_t)(j1 - j0)), sum = 0;
         for (int64_t j = j0; j < j1; j++) {
             double d = 0;
             for (int e = 0; e < hd; e++) d += (double)q[h * hd + e] * k[j * stride + e];
             s[j - j0] = softcap > 0 ? softcap * tanh(d * scale / softcap) : d * scale;
             mx = fmax(mx, s[j - j0]);
         }
+        if (sinks) sum += exp(sinks[h] - mx); /* in the denominator only */
         for (int64_t j = j0; j < j1; j++) sum += (s[j - j0] = exp(s[j - j0] - mx));
         for (int e = 0; e < hd; e++) {
             double o = 0;
@@ -151,12 +152,16 @@ static void test_attention(void) {
                     for (int64_t i = 0; i < g * hd; i++) out[i] = NAN;
                     /* every other case soft-capped (Gemma 2's 50 is rarely reached by scores of size ~1:
                      * scores ~8x larger against a cap of 4 put most of them in tanh's bend) */
-                    const int capped = (int)(rng_u64() & 1);
+                    const int capped = (int)(rng_u64() & 1), sunk = (int)(rng_u64() & 1);
                     double scale = (capped ? 8.0 : 1.0) / sqrt((double)hd), softcap = capped ? 4.0 : 0.0;
+                    /* every other case with sinks of size like the scores' (gpt-oss's): they take real weight */
+                    float sinks[8];
+                    for (int h = 0; h < g; h++) sinks[h] = (float)(2.0 * rng_uniform() - 0.5);
                     nib_attn_args a = {out, q, g, f16 ? (void *)k16 : k, f16 ? (void *)v16 : v, stride, stride, f16,
-                                       (int32_t)hd, (int32_t)hd, j0, n, (float)scale, sc, (float)softcap};
+                                       (int32_t)hd, (int32_t)hd, j0, n, (float)scale, sc, (float)softcap,
+                                       sunk ? sinks : NULL};
                     nib_attention_group(&a);
-                    attention_f64(ref, q, g, k, v, stride, (int)hd, j0, n, scale, softcap);
+                    attention_f64(ref, q, g, k, v, stride, (int)hd, j0, n, scale, softcap, sunk ? sinks : NULL);
                     double worst = 0;
                     for (int64_t i = 0; i < g * hd; i++) worst = fmax(worst, fabs(out[i] - ref[i]));
                     /* outputs are convex combinations of N(0,1) values; scores of size ~sqrt(hd)*scale = O(1)
@@ -203,11 +208,14 @@ static void test_attention_tokens(void) {
                         fill(v, n * stride, 1.0);
                         for (int64_t i = 0; i < n * stride; i++) k16[i] = nib_f32_to_fp16(k[i]), v16[i] = nib_f32_to_fp16(v[i]);
                         for (int64_t i = 0; i < nq * qs; i++) o1[i] = o2[i] = NAN;
-                        const int capped = (int)(rng_u64() & 1);
+                        const int capped = (int)(rng_u64() & 1), sunk = (int)(rng_u64() & 1);
                         const float scale = (capped ? 8.0f : 1.0f) / sqrtf((float)hd);
                         const int64_t j0 = window > 0 && p0 + 1 > window ? p0 + 1 - window : 0;
+                        float sinks[8];
+                        for (int h = 0; h < g; h++) sinks[h] = (float)(2.0 * rng_uniform() - 0.5);
                         nib_attn_args a = {o2, q, g, f16 ? (void *)k16 : k, f16 ? (void *)v16 : v, stride, stride, f16,
-                                           (int32_t)hd, (int32_t)hd, j0, p0 + 1, scale, sc, capped ? 4.0f : 0.0f};
+                                           (int32_t)hd, (int32_t)hd, j0, p0 + 1, scale, sc, capped ? 4.0f : 0.0f,
+                                           sunk ? sinks : NULL};
                         nib_attention_tokens(&a, nq, qs, qs, window);
                         for (int i = 0; i < nq; i++) { /* each token alone */
                             const int64_t p = p0 + i;
@@ -281,6 +289,27 @@ static void test_activations(void) {
     nib_cpu_set_simd_level(prev);
 }
 
+/* gpt-oss's SwiGLU against float64 over both clamps (inputs of 3 N(0,1) and a sweep past +-7). */
+static void test_swiglu_oai(void) {
+    enum { N = 600 };
+    float g[N], u[N], gin[N];
+    fill(g, N, 3.0);
+    fill(u, N, 3.0);
+    for (int i = 0; i < 100; i++) g[i] = -12.0f + 0.24f * (float)i, u[i] = 12.0f - 0.24f * (float)i;
+    memcpy(gin, g, sizeof g);
+    nib_swiglu_oai(g, u, N);
+    double worst = 0;
+    int clamped = 0;
+    for (int i = 0; i < N; i++) {
+        double x = fmin(gin[i], 7.0), y = fmax(-7.0, fmin(u[i], 7.0));
+        clamped += gin[i] > 7.0f || fabsf(u[i]) > 7.0f;
+        double want = x / (1 + exp(-1.702 * x)) * (y + 1);
+        worst = fmax(worst, fabs(g[i] - want) / (fabs(want) + 1.0));
+    }
+    /* expf, a division and three products in fp32: a few 2^-24 of the size */
+    CHECK(worst < 1e-6 && clamped > 10, "swiglu_oai error %.3g (%d inputs past a clamp)", worst, clamped);
+}
+
 int main(void) {
     RUN(test_rmsnorm);
     RUN(test_rope);
@@ -288,5 +317,6 @@ int main(void) {
     RUN(test_attention);
     RUN(test_attention_tokens);
     RUN(test_activations);
+    RUN(test_swiglu_oai);
     return test_summary();
 }

@@ -66,13 +66,21 @@ CASES = {
     # flattens a random model's): embeddings x3, block outputs x0.5, q.k x0.25, logits / 0.8
     "tiny-granite-Q8_0-scales": ("tiny-granite", "Q8_0", 22, GRANITE("granite")),
     "tiny-granitemoe-Q8_0-scales": ("tiny-granitemoe", "Q8_0", 23, GRANITE("granitemoe")),
+    # gpt-oss: attention sinks, biases everywhere, the window on even layers, YaRN, the router's
+    # softmax over its chosen logits, the clamped SwiGLU
+    "tiny-gpt-oss-Q8_0": ("tiny-gpt-oss", "Q8_0", 27, []),
+    # the same with router biases of a size that changes choices (synth's are 0.02: left out,
+    # nothing shows)
+    "tiny-gpt-oss-Q8_0-router-bias": ("tiny-gpt-oss", "Q8_0", 28, [
+        f"blk.{il}.ffn_gate_inp.bias=tensor_f32:" + ",".join(f"{(-1) ** e * 0.3 * e:.1f}" for e in range(8))
+        for il in range(2)]),
     # OLMoE: the top-k weights not renormalised, QK-norm over the whole projections
     "tiny-olmoe-Q8_0": ("tiny-olmoe", "Q8_0", 21, []),
 }
 # routed models: a token whose router has two experts nearly tied may take
 # the other one in either engine, and its logits then differ a lot; they are
 # judged by the median position and the share of such positions (test_synth.py)
-ROUTED = {"tiny-mixtral", "tiny-qwen3moe", "tiny-olmoe", "tiny-granitemoe"}
+ROUTED = {"tiny-mixtral", "tiny-qwen3moe", "tiny-olmoe", "tiny-granitemoe", "tiny-gpt-oss"}
 
 
 def sha256_file(path):

@@ -13,6 +13,8 @@ nib_status nib_arch_qwen3moe_hparams(nib_loader *ld, nib_hparams *hp);
 nib_status nib_arch_gemma3_hparams(nib_loader *ld, nib_hparams *hp);
 nib_status nib_arch_gemma3_bind(nib_loader *ld, nib_model *m, int il, nib_layer *l);
 nib_status nib_arch_phi3_hparams(nib_loader *ld, nib_hparams *hp);
+nib_status nib_arch_gpt_oss_hparams(nib_loader *ld, nib_hparams *hp);
+nib_status nib_arch_gpt_oss_bind(nib_loader *ld, nib_model *m, int il, nib_layer *l);
 nib_status nib_arch_smollm3_bind(nib_loader *ld, nib_model *m, int il, nib_layer *l);
 nib_status nib_arch_granite_hparams(nib_loader *ld, nib_hparams *hp);
 nib_status nib_arch_olmoe_hparams(nib_loader *ld, nib_hparams *hp);

@@ -325,6 +325,7 @@ static void attn_worker(void *arg, int ith, int nth) {
             .j1 = p + 1,
             .scale = hp->attn_scale,
             .softcap = hp->attn_softcap,
+            .sinks = j->l->sinks.data ? (const float *)j->l->sinks.data + h0 : NULL,
             .scores = c->scores + (int64_t)ith * group * c->n_ctx * NIB_ATTN_MAX_TOKENS,
         };
         nib_attention_tokens(&a, nq, (int64_t)hp->n_head * hp->head_dim_k, (int64_t)hp->n_head * hp->head_dim_v,
@@ -377,6 +378,7 @@ static nib_status attention_block(nib_ctx *c, const nib_layer *l, int il, int64_
     attn_job job = {c, l, il, n_tok, c->pos};
     nib_pool_run(c->pool, attn_worker, &job);
     if ((s = nib_ctx_matmul(c, &l->wo, c->att, n_tok, c->o, err))) return s;
+    add_bias(c->o, &l->bo, n_tok, E);
     if (l->post_attn_norm.data) norm_rows(c->o, c->o, &l->post_attn_norm, n_tok, E, hp->norm_eps);
     residual_add(c->x, c->o, n_tok * E, hp->residual_scale);
     return NIB_OK;
@@ -393,12 +395,13 @@ typedef struct glu_job {
     float *gate;
     const float *up;
     int64_t n;
-    bool gelu;
+    nib_ffn_act act;
 } glu_job;
 
 static void glu_run(const glu_job *j, int64_t i0, int64_t i1) {
     if (i0 >= i1) return;
-    if (j->gelu) nib_geglu_tanh(j->gate + i0, j->up + i0, i1 - i0);
+    if (j->act == NIB_FFN_GELU_TANH) nib_geglu_tanh(j->gate + i0, j->up + i0, i1 - i0);
+    else if (j->act == NIB_FFN_SWIGLU_OAI) nib_swiglu_oai(j->gate + i0, j->up + i0, i1 - i0);
     else nib_swiglu(j->gate + i0, j->up + i0, i1 - i0);
 }
 
@@ -410,7 +413,7 @@ static void glu_worker(void *arg, int ith, int nth) {
 }
 
 void nib_ctx_glu(nib_ctx *c, float *gate, const float *up, int64_t n) {
-    const glu_job j = {gate, up, n, c->m->hp.ffn_act == NIB_FFN_GELU_TANH};
+    const glu_job j = {gate, up, n, c->m->hp.ffn_act};
     if (n < GLU_PARALLEL_MIN || c->n_threads < 2) glu_run(&j, 0, n);
     else nib_pool_run(c->pool, glu_worker, (void *)&j);
 }

@@ -1,10 +1,13 @@
-/* The mixture-of-experts FFN on the CPU (Mixtral, Qwen3-MoE), as llama.cpp's
- * build_moe_ffn computes it:
+/* The mixture-of-experts FFN on the CPU (Mixtral, Qwen3-MoE, OLMoE, Granite,
+ * gpt-oss), as llama.cpp's build_moe_ffn computes it:
  *
- *   p      = softmax(router . x)                    over the n_expert experts
+ *   l      = router . x (+ its bias: gpt-oss)
+ *   p      = softmax(l)                             over the n_expert experts
  *   chosen = the n_expert_used largest p, largest first
  *   w_k    = p[chosen_k]  (/ max(sum_k p[chosen_k], 2^-14) when expert_norm)
- *   out    = sum_k w_k * down_k(act(gate_k . x) * (up_k . x))   in choice order
+ *            or, gpt-oss: softmax over l[chosen_k] of the k largest logits
+ *   out    = sum_k w_k * (down_k(act(gate_k . x + bg) * (up_k . x + bu)) + bd)
+ *            in choice order (the biases: gpt-oss's)
  *
  * Each expert runs once for all the tokens of the batch that chose it: their
  * rows are gathered, put through the expert's three matrices (the file's
@@ -41,6 +44,14 @@ static void top_k(const float *p, int n, int k, int32_t *sel) {
     }
 }
 
+/* y's n rows (of m outputs) += expert e's row of bias b (absent: nothing) */
+static void add_expert_bias(float *y, const nib_weight *b, int e, int64_t n, int64_t m) {
+    if (!b->data) return;
+    const float *row = (const float *)b->data + (int64_t)e * m;
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t i = 0; i < m; i++) y[r * m + i] += row[i];
+}
+
 nib_status nib_ffn_moe(nib_ctx *c, const nib_layer *l, int64_t n_tok, nib_error *err) {
     const nib_hparams *hp = &c->m->hp;
     const int64_t E = hp->n_embd, F = hp->n_ff_exp;
@@ -50,10 +61,19 @@ nib_status nib_ffn_moe(nib_ctx *c, const nib_layer *l, int64_t n_tok, nib_error 
     for (int64_t t = 0; t < n_tok; t++) {
         float *p = c->router + t * NE, *w = c->moe_w + t * K;
         int32_t *sel = c->moe_sel + t * K;
-        softmax_row(p, NE);
-        top_k(p, NE, K, sel);
+        if (l->gate_inp_b.data)
+            for (int e = 0; e < NE; e++) p[e] += ((const float *)l->gate_inp_b.data)[e];
+        if (hp->expert_softmax_chosen) { /* gpt-oss: the k largest logits, a softmax over them */
+            top_k(p, NE, K, sel);
+            for (int k = 0; k < K; k++) w[k] = p[sel[k]];
+            softmax_row(w, K);
+        } else {
+            softmax_row(p, NE);
+            top_k(p, NE, K, sel);
+            for (int k = 0; k < K; k++) w[k] = p[sel[k]];
+        }
         float sum = 0.0f;
-        for (int k = 0; k < K; k++) sum += (w[k] = p[sel[k]]);
+        for (int k = 0; k < K; k++) sum += w[k];
         if (hp->expert_norm) {
             sum = sum > MOE_WEIGHT_SUM_MIN ? sum : MOE_WEIGHT_SUM_MIN;
             for (int k = 0; k < K; k++) w[k] /= sum;
@@ -72,8 +92,11 @@ nib_status nib_ffn_moe(nib_ctx *c, const nib_layer *l, int64_t n_tok, nib_error 
                          d = nib_expert_slice(&l->down_exps, e);
         if ((s = nib_ctx_matmul(c, &g, c->moe_x, n, c->gate, err)) || (s = nib_ctx_matmul(c, &u, c->moe_x, n, c->up, err)))
             return s;
+        add_expert_bias(c->gate, &l->gate_exps_b, e, n, F);
+        add_expert_bias(c->up, &l->up_exps_b, e, n, F);
         nib_ctx_glu(c, c->gate, c->up, n * F);
         if ((s = nib_ctx_matmul(c, &d, c->gate, n, c->moe_x, err))) return s;
+        add_expert_bias(c->moe_x, &l->down_exps_b, e, n, E);
         for (int64_t r = 0; r < n; r++)
             memcpy(c->moe_y + (int64_t)c->moe_rows[r] * E, c->moe_x + r * E, (size_t)E * sizeof(float));
     }

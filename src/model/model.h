@@ -26,6 +26,7 @@ typedef struct nib_weight {
 typedef enum nib_ffn_act {
     NIB_FFN_SILU = 0,   /* SwiGLU: silu(gate) * up */
     NIB_FFN_GELU_TANH,  /* GeGLU: gelu_tanh(gate) * up (Gemma) */
+    NIB_FFN_SWIGLU_OAI, /* gpt-oss's clamped SwiGLU (nib_swiglu_oai) */
 } nib_ffn_act;
 
 typedef enum nib_rope_kind {
@@ -45,6 +46,10 @@ typedef struct nib_layer {
      * matrices, expert e's the e-th (ne[0], ne[1]) slice of each */
     nib_weight gate_inp;        /* (n_embd, n_expert) */
     nib_weight gate_exps, up_exps, down_exps; /* (n_embd, n_ff_exp, n_expert) x2, (n_ff_exp, n_embd, n_expert) */
+    /* gpt-oss: biases of the router (n_expert) and of each expert's outputs
+     * ((n_ff_exp, n_expert) x2, (n_embd, n_expert)), the attention output's
+     * bias (n_embd) and one sink logit per query head (n_head) */
+    nib_weight gate_inp_b, gate_exps_b, up_exps_b, down_exps_b, bo, sinks;
     nib_weight post_ffn_norm;   /* optional (gemma3): (n_embd) */
 
     /* per-layer attention settings (sliding-window layers differ in Gemma 3) */
@@ -79,12 +84,14 @@ typedef struct nib_hparams {
      * probabilities (renormalised to sum to 1 when expert_norm) */
     int32_t n_expert, n_expert_used, n_ff_exp;
     bool expert_norm;
+    bool expert_softmax_chosen; /* gpt-oss: top-k of the router's logits, softmax over the chosen only */
     /* Phi-3's fused matrices: attn_qkv (q's rows, then k's, then v's) and
      * ffn_up holding the gate's rows then the up's */
     bool fused_qkv, fused_gate_up;
     /* OLMo 2: no norm before attention or the FFN, only after them (the
      * post-norms); the sub-blocks read the residual stream itself */
     bool post_norm_only;
+    bool ffn_norm_post_attn;    /* gpt-oss: the FFN's norm is the tensor named post_attention_norm */
     nib_rope_kind rope_kind;
     nib_ffn_act ffn_act;
 } nib_hparams;

@@ -14,6 +14,7 @@ static const nib_arch_desc arch_table[] = {
     {"qwen3moe", true,  nib_arch_qwen3moe_hparams, nib_arch_qwen3_bind},
     {"phi3",     false, nib_arch_phi3_hparams,    NULL},
     {"olmoe",    true,  nib_arch_olmoe_hparams,   nib_arch_olmoe_bind},
+    {"gpt-oss",  true,  nib_arch_gpt_oss_hparams, nib_arch_gpt_oss_bind},
     {"olmo2",    false, nib_arch_olmo2_hparams,   nib_arch_olmo2_bind},
     {"granite",  false, nib_arch_granite_hparams, NULL},
     {"granitemoe", true, nib_arch_granite_hparams, NULL},
@@ -27,4 +28,4 @@ const nib_arch_desc *nib_arch_find(const char *name) {
     return NULL;
 }
 
-const char *nib_arch_supported_list(void) { return "llama (Llama, SmolLM2, Mistral, Mixtral), smollm3, qwen2, qwen3, qwen3moe, phi3, olmoe, olmo2, granite, granitemoe, gemma2, gemma3"; }
+const char *nib_arch_supported_list(void) { return "llama (Llama, SmolLM2, Mistral, Mixtral), smollm3, qwen2, qwen3, qwen3moe, phi3, olmoe, olmo2, gpt-oss, granite, granitemoe, gemma2, gemma3"; }

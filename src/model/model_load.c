@@ -166,7 +166,10 @@ nib_status nib_bind_common_layer(nib_loader *ld, nib_model *m, int il, nib_layer
         if ((s = nib_ld_layer_weight(ld, &l->wv, il, "attn_v.weight", e, vd, true))) return s;
     }
     if ((s = nib_ld_layer_weight(ld, &l->wo, il, "attn_output.weight", od, e, true))) return s;
-    if (!hp->post_norm_only && (s = nib_ld_layer_weight(ld, &l->ffn_norm, il, "ffn_norm.weight", e, 0, true))) return s;
+    if (!hp->post_norm_only &&
+        (s = nib_ld_layer_weight(ld, &l->ffn_norm, il, hp->ffn_norm_post_attn ? "post_attention_norm.weight" : "ffn_norm.weight",
+                                 e, 0, true)))
+        return s;
     l->window = 0;
     if (hp->n_expert > 0) {
         const int64_t fe = hp->n_ff_exp, ne = hp->n_expert;
@@ -353,8 +356,8 @@ nib_model *nib_model_load_gguf(nib_gguf *g, const char *path, nib_error *err) {
     }
     if ((s = read_common_hparams(&ld, &m->hp)) || (s = desc->read_hparams(&ld, &m->hp)) ||
         (m->hp.n_expert > 0 && !desc->experts &&
-         (s = nib_error_set(err, NIB_ERR_UNSUPPORTED, "%s.expert_count = %d: nib runs experts in llama (Mixtral), qwen3moe and "
-                            "olmoe models, not in %s ones", m->hp.arch_name, m->hp.n_expert, m->hp.arch_name))) ||
+         (s = nib_error_set(err, NIB_ERR_UNSUPPORTED, "%s.expert_count = %d: nib runs experts in llama (Mixtral), qwen3moe, "
+                            "olmoe, granitemoe and gpt-oss models, not in %s ones", m->hp.arch_name, m->hp.n_expert, m->hp.arch_name))) ||
         (s = bind_all(&ld, m, desc))) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err ? err->msg : "");

@@ -73,6 +73,8 @@ static const nib_synth_shape shapes[] = {
     /* mixtures of experts:                                                                     experts used ff_exp */
     {"tiny-mixtral",   "llama", 512,    128,  2,  4,   2,  32, 256,   2048,   1000000.0f, 1e-5f, false, false, 0,  4, 2, 256},
     {"tiny-qwen3moe",  "qwen3moe", 512, 128,  2,  4,   2,  32, 384,   2048,   1000000.0f, 1e-6f, false, false, 0,  8, 3, 64},
+    {"tiny-gpt-oss",   "gpt-oss", 512,  128,  2,  4,   2,  32, 64,    4096,   150000.0f, 1e-5f, false, true, 16,  8, 2, 64},
+    {"gpt-oss-20b",    "gpt-oss", 201088, 2880, 24, 64, 8, 64, 2880,  131072, 150000.0f, 1e-5f, false, true, 128, 32, 4, 2880},
     {"tiny-olmoe",     "olmoe", 512,    128,  2,  4,   4,  32, 64,    4096,   10000.0f,  1e-5f, false, false, 0,  8, 3, 64},
     {"tiny-olmo2",     "olmo2", 512,    256,  2,  4,   4,  64, 512,   4096,   500000.0f, 1e-6f, false, false, 0, 0, 0, 0},
     {"olmo2-7b",       "olmo2", 100352, 4096, 32, 32,  32, 128, 11008, 4096,  500000.0f, 1e-6f, false, false, 0, 0, 0, 0},
@@ -283,11 +285,12 @@ typedef enum synth_role {
     ROLE_OTHER,
 } synth_role;
 typedef enum synth_dim {
-    DIM_NONE, DIM_EMBD, DIM_Q, DIM_KV, DIM_QKV, DIM_FF, DIM_FF_UP, DIM_VOCAB, DIM_HEAD, DIM_FF_EXP, DIM_EXPERT
+    DIM_NONE, DIM_EMBD, DIM_Q, DIM_KV, DIM_QKV, DIM_FF, DIM_FF_UP, DIM_VOCAB, DIM_HEAD, DIM_N_HEAD, DIM_FF_EXP, DIM_EXPERT
 } synth_dim;
 /* which shapes have the tensor */
 typedef enum synth_only {
-    ALL, BIAS, PRE_NORM, GEMMA, QK_NORM, QK_NORM_FULL, SPLIT_QKV, FUSED_QKV, DENSE, DENSE_GATE, EXPERTS
+    ALL, BIAS, PRE_NORM, FFN_NORM, POST_ATTN, POST_FFW, QK_NORM, QK_NORM_FULL, SPLIT_QKV, FUSED_QKV, DENSE, DENSE_GATE,
+    EXPERTS, GPT_OSS
 } synth_only;
 
 /* One row per tensor of a block, in the order they are written. */
@@ -296,8 +299,7 @@ static const struct {
     synth_kind kind;
     synth_role role;
     synth_dim ne0, ne1;  /* ne1 DIM_NONE: a vector */
-    synth_only only;     /* BIAS: with qkv_bias; GEMMA: with a window (gemma2, gemma3); QK_NORM: qwen3, qwen3moe,
-                          * gemma3; DENSE / EXPERTS: without / with experts (the experts' matrices are 3-D) */
+    synth_only only;     /* which shapes have it: has_rows() */
 } layer_rows[] = {
     {"attn_norm.weight",           KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, PRE_NORM},
     {"attn_qkv.weight",            KIND_MATRIX, ROLE_ATTN_QKV, DIM_EMBD, DIM_QKV,  FUSED_QKV},
@@ -312,16 +314,22 @@ static const struct {
     {"attn_q_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_Q,    DIM_NONE, QK_NORM_FULL},
     {"attn_k_norm.weight",         KIND_NORM,   ROLE_OTHER,    DIM_KV,   DIM_NONE, QK_NORM_FULL},
     {"attn_output.weight",         KIND_MATRIX, ROLE_ATTN_OUTPUT, DIM_Q, DIM_EMBD, ALL},
-    {"post_attention_norm.weight", KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, GEMMA},
-    {"ffn_norm.weight",            KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, PRE_NORM},
+    {"attn_output.bias",           KIND_BIAS,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, GPT_OSS},
+    {"attn_sinks.weight",          KIND_NORM,   ROLE_OTHER,    DIM_N_HEAD, DIM_NONE, GPT_OSS},
+    {"post_attention_norm.weight", KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, POST_ATTN},
+    {"ffn_norm.weight",            KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, FFN_NORM},
     {"ffn_gate.weight",            KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF,   DENSE_GATE},
     {"ffn_up.weight",              KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF_UP, DENSE},
     {"ffn_down.weight",            KIND_MATRIX, ROLE_FFN_DOWN, DIM_FF,   DIM_EMBD, DENSE},
     {"ffn_gate_inp.weight",        KIND_MATRIX, ROLE_ROUTER,   DIM_EMBD, DIM_EXPERT, EXPERTS},
+    {"ffn_gate_inp.bias",          KIND_BIAS,   ROLE_OTHER,    DIM_EXPERT, DIM_NONE, GPT_OSS},
+    {"ffn_gate_exps.bias",         KIND_BIAS,   ROLE_OTHER,    DIM_FF_EXP, DIM_EXPERT, GPT_OSS},
+    {"ffn_up_exps.bias",           KIND_BIAS,   ROLE_OTHER,    DIM_FF_EXP, DIM_EXPERT, GPT_OSS},
+    {"ffn_down_exps.bias",         KIND_BIAS,   ROLE_OTHER,    DIM_EMBD, DIM_EXPERT, GPT_OSS},
     {"ffn_gate_exps.weight",       KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF_EXP, EXPERTS},
     {"ffn_up_exps.weight",         KIND_MATRIX, ROLE_OTHER,    DIM_EMBD, DIM_FF_EXP, EXPERTS},
     {"ffn_down_exps.weight",       KIND_MATRIX, ROLE_FFN_DOWN, DIM_FF_EXP, DIM_EMBD, EXPERTS},
-    {"post_ffw_norm.weight",       KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, GEMMA},
+    {"post_ffw_norm.weight",       KIND_NORM,   ROLE_OTHER,    DIM_EMBD, DIM_NONE, POST_FFW},
 };
 #define N_LAYER_ROWS ((int)(sizeof layer_rows / sizeof layer_rows[0]))
 
@@ -357,6 +365,7 @@ static int64_t dim_of(const nib_synth_shape *sh, synth_dim d) {
     case DIM_FF_UP: return strcmp(sh->arch, "phi3") ? sh->n_ff : 2 * (int64_t)sh->n_ff; /* phi3: gate and up fused */
     case DIM_VOCAB: return sh->n_vocab;
     case DIM_HEAD: return sh->head_dim;
+    case DIM_N_HEAD: return sh->n_head;
     case DIM_FF_EXP: return sh->n_ff_exp;
     case DIM_EXPERT: return sh->n_expert;
     default: return 1;
@@ -448,10 +457,11 @@ static nib_status plan_add(synth_plan *p, const nib_synth_shape *sh, const nib_s
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
     t->kind = kind;
-    t->n_dims = kind == KIND_MATRIX ? (n_mats > 1 ? 3 : 2) : 1;
+    /* matrices 2-D (3-D: the experts'), norms 1-D, biases 1-D or 2-D (gpt-oss's experts': a row each) */
+    t->n_dims = kind == KIND_MATRIX ? (n_mats > 1 ? 3 : 2) : kind == KIND_BIAS && ne1 > 1 ? 2 : 1;
     t->n_mats = n_mats;
     t->ne[0] = ne0;
-    t->ne[1] = kind == KIND_MATRIX ? ne1 * n_mats : 1;
+    t->ne[1] = kind == KIND_MATRIX ? ne1 * n_mats : kind == KIND_BIAS ? ne1 : 1;
     t->ne[2] = 1;
     t->type = kind == KIND_MATRIX ? pick_type(ft, sh, role, il, ne0) : NIB_TYPE_F32;
     if (t->type == NIB_TYPE_COUNT)
@@ -467,6 +477,28 @@ static nib_status plan_add(synth_plan *p, const nib_synth_shape *sh, const nib_s
     return NIB_OK;
 }
 
+/* Whether a shape has the layer rows marked `only`: the architectures' layouts. */
+static bool has_rows(const nib_synth_shape *sh, synth_only only) {
+    const char *a = sh->arch;
+    const bool olmo2 = !strcmp(a, "olmo2"), gpt_oss = !strcmp(a, "gpt-oss"), fused = !strcmp(a, "phi3");
+    switch (only) {
+    case BIAS: return sh->qkv_bias;
+    case PRE_NORM: return !olmo2;                                  /* OLMo 2 norms after only */
+    case FFN_NORM: return !olmo2 && !gpt_oss;                      /* gpt-oss's is post_attention_norm */
+    case POST_ATTN: return sh->window > 0 || olmo2;                /* the gemmas, OLMo 2, gpt-oss */
+    case POST_FFW: return (sh->window > 0 && !gpt_oss) || olmo2;
+    case QK_NORM: return !strcmp(a, "gemma3") || !strcmp(a, "qwen3") || !strcmp(a, "qwen3moe");
+    case QK_NORM_FULL: return !strcmp(a, "olmoe") || olmo2;
+    case SPLIT_QKV: return !fused;
+    case FUSED_QKV: return fused;
+    case DENSE: return sh->n_expert == 0;
+    case DENSE_GATE: return sh->n_expert == 0 && !fused;
+    case EXPERTS: return sh->n_expert > 0;
+    case GPT_OSS: return gpt_oss;
+    default: return true;
+    }
+}
+
 static nib_status plan_build(synth_plan *p, const nib_synth_shape *sh, const nib_synth_ftype *ft, nib_error *err) {
     memset(p, 0, sizeof *p);
     if (!nib_arch_find(sh->arch))
@@ -477,18 +509,10 @@ static nib_status plan_build(synth_plan *p, const nib_synth_shape *sh, const nib
     nib_status s;
     int64_t e = sh->n_embd, v = sh->n_vocab;
     if ((s = plan_add(p, sh, ft, "token_embd.weight", KIND_MATRIX, ROLE_TOKEN_EMBD, -1, e, v, 1, err))) return s;
-    const bool qk_norm = !strcmp(sh->arch, "gemma3") || !strcmp(sh->arch, "qwen3") || !strcmp(sh->arch, "qwen3moe");
-    const bool olmo2 = !strcmp(sh->arch, "olmo2"), fused = !strcmp(sh->arch, "phi3");
-    const bool qk_norm_full = !strcmp(sh->arch, "olmoe") || olmo2, post_norms = sh->window || olmo2;
     for (int il = 0; il < sh->n_layer; il++)
         for (int r = 0; r < N_LAYER_ROWS; r++) {
             const synth_only only = layer_rows[r].only;
-            if ((only == BIAS && !sh->qkv_bias) || (only == GEMMA && !post_norms) || (only == QK_NORM && !qk_norm) ||
-                (only == PRE_NORM && olmo2) ||
-                (only == QK_NORM_FULL && !qk_norm_full) ||
-                (only == DENSE && sh->n_expert) || (only == EXPERTS && !sh->n_expert) || (only == SPLIT_QKV && fused) ||
-                (only == FUSED_QKV && !fused) || (only == DENSE_GATE && (sh->n_expert || fused)))
-                continue;
+            if (!has_rows(sh, only)) continue;
             char name[64];
             snprintf(name, sizeof name, "blk.%d.%s", il, layer_rows[r].suffix);
             /* the experts' matrices: n_expert of them in one 3-D tensor (the router is 2-D) */
@@ -632,6 +656,14 @@ static nib_status add_metadata(nib_gguf_writer *w, const nib_synth_shape *sh, co
             snprintf(key, sizeof key, "%s.%s", sh->arch, keys[i]);
             if ((s = nib_gguf_writer_add_f32(w, key, vals[i], err))) return s;
         }
+    }
+    if (!strcmp(sh->arch, "gpt-oss")) { /* YaRN over 4096 positions, as the released files */
+        snprintf(key, sizeof key, "%s.rope.scaling.type", sh->arch);
+        if ((s = nib_gguf_writer_add_str(w, key, "yarn", err))) return s;
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", sh->arch);
+        if ((s = nib_gguf_writer_add_f32(w, key, 32.0f, err))) return s;
+        snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", sh->arch);
+        if ((s = nib_gguf_writer_add_u32(w, key, 4096, err))) return s;
     }
     if (!strcmp(sh->arch, "gemma2")) { /* config.json's attn_logit_softcapping and final_logit_softcapping */
         snprintf(key, sizeof key, "%s.attn_logit_softcapping", sh->arch);

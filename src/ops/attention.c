@@ -27,6 +27,17 @@ void nib_softmax_rows(float *s, int g, int64_t n) {
     }
 }
 
+void nib_softmax_rows_sinks(float *s, int g, int64_t n, const float *sinks) {
+    for (int h = 0; h < g; h++) {
+        float *r = s + (int64_t)h * n, mx = sinks[h];
+        for (int64_t j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
+        double sum = (double)expf(sinks[h] - mx);
+        for (int64_t j = 0; j < n; j++) sum += (r[j] = expf(r[j] - mx));
+        float inv = (float)(1.0 / sum);
+        for (int64_t j = 0; j < n; j++) r[j] *= inv;
+    }
+}
+
 void nib_softcap_scores(float *s, int64_t n, float cap) {
     for (int64_t i = 0; i < n; i++) s[i] = cap * tanhf(s[i] / cap);
 }
@@ -42,7 +53,8 @@ void nib_attention_group_ref(const nib_attn_args *a) {
         }
     }
     if (a->softcap > 0.0f) nib_softcap_scores(a->scores, (int64_t)a->group * n, a->softcap);
-    nib_softmax_rows(a->scores, a->group, n);
+    if (a->sinks) nib_softmax_rows_sinks(a->scores, a->group, n, a->sinks);
+    else nib_softmax_rows(a->scores, a->group, n);
     for (int h = 0; h < a->group; h++)
         for (int32_t d = 0; d < a->hd_v; d++) a->out[(int64_t)h * a->hd_v + d] = 0.0f;
     for (int64_t j = 0; j < n; j++)

@@ -69,7 +69,8 @@ void nib_attention_group_avx2(const nib_attn_args *a) {
         }
     }
     if (a->softcap > 0.0f) nib_softcap_scores(a->scores, (int64_t)g * n, a->softcap);
-    softmax_rows_avx2(a->scores, g, n);
+    if (a->sinks) nib_softmax_rows_sinks(a->scores, g, n, a->sinks);
+    else softmax_rows_avx2(a->scores, g, n);
     /* output: one V row at a time into every output of the group */
     for (int h = 0; h < g; h++)
         for (int32_t d = 0; d < a->hd_v; d++) a->out[(int64_t)h * a->hd_v + d] = 0.0f;
@@ -140,7 +141,8 @@ void nib_attention_tokens_avx2(const nib_attn_args *a, int nq, int64_t q_stride,
         for (int h = 0; h < g; h++) {
             float *row = ps + (int64_t)h * span + (lo[i] - lo_min);
             if (a->softcap > 0.0f) nib_softcap_scores(row, hi[i] - lo[i], a->softcap);
-            softmax_rows_avx2(row, 1, hi[i] - lo[i]);
+            if (a->sinks) nib_softmax_rows_sinks(row, 1, hi[i] - lo[i], a->sinks + h);
+            else softmax_rows_avx2(row, 1, hi[i] - lo[i]);
         }
         /* this token's group against each V row of its range, 16 columns at a time (hd_v % 16 == 8: the last 8 apart) */
         for (int32_t d0 = 0; d0 < a->hd_v; d0 += 16) {

@@ -47,6 +47,15 @@ void nib_rope_apply(float *x, int64_t pos, const nib_rope *r) {
     nib_rope_apply_table(x, cs, r);
 }
 
+void nib_swiglu_oai(float *gate, const float *up, int64_t n) {
+    const float alpha = 1.702f, limit = 7.0f;
+    for (int64_t i = 0; i < n; i++) {
+        const float g = gate[i] < limit ? gate[i] : limit;
+        const float u = up[i] < -limit ? -limit : up[i] > limit ? limit : up[i];
+        gate[i] = g / (1.0f + expf(-alpha * g)) * (u + 1.0f);
+    }
+}
+
 void nib_swiglu(float *gate, const float *up, int64_t n) {
     if (nib_cpu_simd_level() >= NIB_SIMD_AVX2) {
         nib_swiglu_avx2(gate, up, n);

@@ -36,6 +36,9 @@ void nib_rope_apply_table(float *x, const float *cs, const nib_rope *r);
 void nib_swiglu(float *gate, const float *up, int64_t n);
 void nib_swiglu_ref(float *gate, const float *up, int64_t n);  /* scalar reference */
 void nib_swiglu_avx2(float *gate, const float *up, int64_t n); /* AVX2/FMA: only when the CPU has them */
+/* gpt-oss's SwiGLU (llama.cpp's swiglu_oai, alpha 1.702, limit 7):
+ * g = min(gate, 7), u = clamp(up, -7, 7), gate = g * sigmoid(1.702 g) * (u + 1) */
+void nib_swiglu_oai(float *gate, const float *up, int64_t n);
 void nib_geglu_tanh(float *gate, const float *up, int64_t n);
 void nib_geglu_tanh_ref(float *gate, const float *up, int64_t n);  /* scalar reference */
 void nib_geglu_tanh_avx2(float *gate, const float *up, int64_t n); /* AVX2/FMA: only when the CPU has them */
@@ -55,6 +58,8 @@ typedef struct nib_attn_args {
     float scale;
     float *scores;         /* scratch (group, j1 - j0) */
     float softcap;         /* 0: off; else each scaled score s becomes softcap * tanh(s / softcap) */
+    const float *sinks;    /* NULL, or (group) one logit per query head that joins the softmax's denominator
+                            * only (gpt-oss's attention sinks) */
 } nib_attn_args;
 
 void nib_attention_group(const nib_attn_args *a);       /* best available */
@@ -72,6 +77,9 @@ void nib_attention_tokens_avx2(const nib_attn_args *a, int nq, int64_t q_stride,
 void nib_attention_group_ref(const nib_attn_args *a);   /* scalar reference */
 void nib_attention_group_avx2(const nib_attn_args *a);  /* AVX2/F16C: only when the CPU has them */
 void nib_softmax_rows(float *s, int g, int64_t n);
+/* The same with row h's denominator holding exp(sinks[h]) too (the sink
+ * takes part in the max, as llama.cpp's soft_max with sinks). */
+void nib_softmax_rows_sinks(float *s, int g, int64_t n, const float *sinks);
 /* s[i] = cap * tanh(s[i] / cap) over n scores (cap > 0), as llama.cpp's attention softcap */
 void nib_softcap_scores(float *s, int64_t n, float cap);
 
