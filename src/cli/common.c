@@ -356,6 +356,7 @@ int cli_session_open(cli_session *s, const cli_opts *o, bool with_ctx) {
         if (n_packed)
             fprintf(stderr, "nib: %d matrices repacked for the %s kernels (%.1f MiB; NIB_REPACK=0 keeps the file's layout)\n",
                     n_packed, nib_simd_level_name(nib_cpu_simd_level()), (double)packed / (1 << 20));
+        if (nib_ctx_experts_note(s->ctx)) fprintf(stderr, "nib: %s\n", nib_ctx_experts_note(s->ctx));
         /* as llama.cpp: allowed, but said (RoPE past the trained positions) */
         const int32_t train = s->model->hp.n_ctx_train, n_ctx = nib_ctx_n_ctx(s->ctx);
         if (train > 0 && n_ctx > train)

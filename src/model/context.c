@@ -7,6 +7,7 @@
 #include "model/context_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,8 +24,10 @@ static size_t mm_scratch_for(const nib_weight *w, int64_t n_tok) {
 
 static void *alloc_bytes(uint64_t a, uint64_t b, uint64_t *total, nib_error *err, const char *what);
 
-/* The matmul weights a CPU context reads: the layers' seven and the output. */
-static int cpu_matrices(const nib_model *m, const nib_weight **out) {
+/* The matmul weights a CPU context reads: the layers' seven and the output,
+ * then every expert's three matrices (the context's views of them). */
+static int cpu_matrices(const nib_ctx *c, const nib_weight **out) {
+    const nib_model *m = c->m;
     int n = 0;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const nib_layer *l = &m->layers[il];
@@ -32,9 +35,43 @@ static int cpu_matrices(const nib_model *m, const nib_weight **out) {
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) out[n++] = ws[i];
     }
     out[n++] = &m->output;
+    for (int64_t i = 0; i < c->n_expert_views; i++) out[n++] = &c->expert_views[i];
     return n;
 }
-#define CPU_MATRICES_MAX(m) ((m)->hp.n_layer * 7 + 1)
+#define CPU_MATRICES_MAX(c) ((c)->m->hp.n_layer * 7 + 1 + (c)->n_expert_views)
+
+/* MemAvailable of /proc/meminfo in bytes (free memory plus the page cache
+ * that can be reclaimed), or 0 where there is no such file. */
+static uint64_t mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[128];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
+/* The experts' packed copies take as much memory as the experts: a model
+ * near the size of the machine's memory keeps them in the file's layout
+ * (slower, but mapped, not copied) and says so (nib_ctx_experts_note). */
+#define EXPERTS_PACK_MAX_SHARE 0.8 /* of MemAvailable */
+static bool experts_fit(nib_ctx *c) {
+    uint64_t need = 0;
+    for (int64_t i = 0; i < c->n_expert_views; i++) {
+        const nib_weight *w = &c->expert_views[i];
+        need += nib_cpu_repack_bytes(w->type, w->ne[0], w->ne[1]);
+    }
+    const uint64_t avail = mem_available();
+    if (need == 0 || avail == 0 || (double)need <= EXPERTS_PACK_MAX_SHARE * (double)avail) return true;
+    snprintf(c->experts_note, sizeof c->experts_note,
+             "the experts stay in the file's layout: their packed copy would take %.1f GiB of the %.1f GiB available",
+             (double)need / (1 << 30), (double)avail / (1 << 30));
+    return false;
+}
+
+const char *nib_ctx_experts_note(const nib_ctx *c) { return c->experts_note[0] ? c->experts_note : NULL; }
 
 /* Repacks every matrix whose format has a layout of the CPU kernels' own at
  * the active SIMD level (cpu/repack.h); they then run from the copy.
@@ -42,16 +79,18 @@ static int cpu_matrices(const nib_model *m, const nib_weight **out) {
 static bool repack_weights(nib_ctx *c, uint64_t *total, nib_error *err) {
     const char *env = getenv("NIB_REPACK");
     if (env && !strcmp(env, "0")) return true;
-    const nib_weight **ws = malloc(sizeof *ws * (size_t)CPU_MATRICES_MAX(c->m));
-    if (!ws || !(c->packed = calloc((size_t)CPU_MATRICES_MAX(c->m), sizeof *c->packed))) {
+    const nib_weight **ws = malloc(sizeof *ws * (size_t)CPU_MATRICES_MAX(c));
+    if (!ws || !(c->packed = calloc((size_t)CPU_MATRICES_MAX(c), sizeof *c->packed))) {
         free(ws);
         nib_error_set(err, NIB_ERR_NOMEM, "out of host memory");
         return false;
     }
-    const int n = cpu_matrices(c->m, ws);
+    const int n_all = cpu_matrices(c, ws), n_dense = n_all - (int)c->n_expert_views;
+    const int n = c->n_expert_views > 0 && !experts_fit(c) ? n_dense : n_all;
     bool ok = true;
     for (int i = 0; i < n && ok; i++) {
         const nib_weight *w = ws[i];
+        if (i == n_dense) c->n_packed_dense = c->n_packed; /* packed_of looks among the dense ones only */
         const size_t bytes = w->data ? nib_cpu_repack_bytes(w->type, w->ne[0], w->ne[1]) : 0;
         if (bytes == 0) continue;
         /* the LM head only ever sees one token at a time (forward's last step) */
@@ -61,6 +100,7 @@ static bool repack_weights(nib_ctx *c, uint64_t *total, nib_error *err) {
             ok = false;
             break;
         }
+        if (i >= n_dense) c->expert_packed[i - n_dense] = c->n_packed;
         packed_weight *pw = &c->packed[c->n_packed++];
         *pw = (packed_weight){w, p, NIB_SIMD_SCALAR, 1};
         c->packed_bytes += bytes;
@@ -72,12 +112,13 @@ static bool repack_weights(nib_ctx *c, uint64_t *total, nib_error *err) {
             ok = false;
         }
     }
+    if (n == n_dense) c->n_packed_dense = c->n_packed;
     free(ws);
     return ok;
 }
 
 static const packed_weight *packed_of(const nib_ctx *c, const nib_weight *w) {
-    for (int i = 0; i < c->n_packed; i++)
+    for (int i = 0; i < c->n_packed_dense; i++)
         if (c->packed[i].w == w) return &c->packed[i];
     return NULL;
 }
@@ -173,6 +214,24 @@ nib_ctx *nib_ctx_new(const nib_model *m, const nib_ctx_params *p, nib_error *err
         }
     }
     if (!(c->mm_scratch = alloc_bytes(1, mm, &total, err, "matmul scratch"))) goto fail;
+    if (hp->n_expert > 0) { /* each expert's matrices as weights of their own, for the repacking */
+        c->n_expert_views = (int64_t)hp->n_layer * 3 * hp->n_expert;
+        if (!(c->expert_views = alloc_bytes((uint64_t)c->n_expert_views, sizeof *c->expert_views, &total, err,
+                                            "the experts' views")) ||
+            !(c->expert_packed = alloc_bytes((uint64_t)c->n_expert_views, sizeof *c->expert_packed, &total, err,
+                                             "the experts' views")))
+            goto fail;
+        for (int il = 0; il < hp->n_layer; il++)
+            for (int k = 0; k < 3; k++) {
+                const nib_layer *l = &m->layers[il];
+                const nib_weight *w3 = k == 0 ? &l->gate_exps : k == 1 ? &l->up_exps : &l->down_exps;
+                for (int e = 0; e < hp->n_expert; e++) {
+                    const int64_t v = ((int64_t)il * 3 + k) * hp->n_expert + e;
+                    c->expert_views[v] = nib_expert_slice(w3, e);
+                    c->expert_packed[v] = -1;
+                }
+            }
+    }
     if (!repack_weights(c, &total, err)) goto fail;
     return c;
 fail:
@@ -187,6 +246,7 @@ void nib_ctx_free(nib_ctx *c) {
     free(c->k_cache), free(c->v_cache), free(c->x), free(c->xn), free(c->o), free(c->q), free(c->k), free(c->v);
     free(c->att), free(c->gate), free(c->up), free(c->scores), free(c->rope_cs), free(c->logits), free(c->mm_scratch);
     free(c->router), free(c->moe_x), free(c->moe_y), free(c->moe_sel), free(c->moe_w), free(c->moe_rows);
+    free(c->expert_views), free(c->expert_packed);
     for (int i = 0; i < c->n_packed; i++) free(c->packed[i].p);
     free(c->packed);
     free(c);
@@ -243,7 +303,11 @@ int32_t nib_ctx_argmax(nib_ctx *c) {
 /* ---- pieces of the step ---------------------------------------------------------- */
 
 nib_status nib_ctx_matmul(nib_ctx *c, const nib_weight *w, const float *X, int64_t n_tok, float *Y, nib_error *err) {
-    const packed_weight *p = packed_of(c, w);
+    return nib_ctx_matmul_packed(c, w, packed_of(c, w), X, n_tok, Y, err);
+}
+
+nib_status nib_ctx_matmul_packed(nib_ctx *c, const nib_weight *w, const packed_weight *p, const float *X, int64_t n_tok,
+                                 float *Y, nib_error *err) {
     if (p && n_tok < p->min_tokens) p = NULL;
     nib_status s = p ? nib_cpu_matmul_packed(c->pool, w->type, p->layout, p->p, w->ne[0], w->ne[1], X, n_tok, Y,
                                              c->mm_scratch)
@@ -424,7 +488,7 @@ static nib_status ffn_block(nib_ctx *c, const nib_layer *l, int64_t n_tok, nib_e
     nib_status s;
     pre_norm(c, &l->ffn_norm, n_tok);
     if (l->gate_inp.data) {
-        if ((s = nib_ffn_moe(c, l, n_tok, err))) return s;
+        if ((s = nib_ffn_moe(c, l, (int)(l - c->m->layers), n_tok, err))) return s;
     } else {
         if ((s = nib_ctx_matmul(c, &l->gate, c->xn, n_tok, c->gate, err))) return s;
         if ((s = nib_ctx_matmul(c, &l->up, c->xn, n_tok, c->up, err))) return s;

@@ -51,7 +51,10 @@ nib_device nib_ctx_device(const nib_ctx *c);
 uint64_t nib_ctx_device_bytes(const nib_ctx *c);
 /* Host bytes of the matrices repacked for the CPU kernels (cpu/repack.h) and
  * their count (n_matrices may be NULL); 0 on the GPU or with NIB_REPACK=0. */
-uint64_t nib_ctx_repacked_bytes(const nib_ctx *c, int *n_matrices);  /* GPU memory in use; 0 on the CPU */
+uint64_t nib_ctx_repacked_bytes(const nib_ctx *c, int *n_matrices);
+/* Why a mixture of experts' experts were left in the file's layout (too
+ * large for the memory available), or NULL. */
+const char *nib_ctx_experts_note(const nib_ctx *c);  /* GPU memory in use; 0 on the CPU */
 /* On the GPU, how prompt chunks run (the GEMM, or why the batched GEMV); NULL on the CPU */
 const char *nib_ctx_prompt_path(const nib_ctx *c);
 

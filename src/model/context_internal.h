@@ -39,13 +39,17 @@ struct nib_ctx {
     int32_t *moe_sel;         /* (n_batch, n_expert_used) the experts each token chose */
     float *moe_w;             /* (n_batch, n_expert_used) their weights */
     int32_t *moe_rows;        /* (n_batch) one expert's tokens' slots: t * n_expert_used + k */
+    nib_weight *expert_views; /* (n_layer, 3, n_expert) each expert's gate, up and down as a weight of its own */
+    int32_t *expert_packed;   /* (same) its index in packed[], or -1 */
+    int64_t n_expert_views;
+    char experts_note[160];   /* why the experts were not repacked, or empty */
     float *scores;            /* (n_threads, NIB_ATTN_MAX_TOKENS * group * n_ctx) softmax scratch per thread */
     float *rope_cs;           /* (n_batch, n_rot) cos/sin of each position in the batch */
     const float *rope_ff;     /* the model's frequency divisors for this context size (nib_model_rope_ff) */
     float *logits;            /* (n_vocab) last position */
     void *mm_scratch;         /* activation quantization for the matmuls */
     packed_weight *packed;    /* the matrices repacked for the CPU kernels (nib_cpu_repack) */
-    int n_packed;
+    int n_packed, n_packed_dense; /* the dense matrices' first; then the experts' (expert_packed) */
     uint64_t packed_bytes;
     int n_threads;
     nib_gpu *gpu;             /* the CUDA step, when the context runs there; the CPU buffers stay unallocated */
@@ -62,6 +66,9 @@ nib_status nib_ctx_matmul(nib_ctx *c, const nib_weight *w, const float *X, int64
 /* gate[i] = act(gate[i]) * up[i] for i < n (the model's GLU), on the pool when it pays. */
 void nib_ctx_glu(nib_ctx *c, float *gate, const float *up, int64_t n);
 /* The mixture-of-experts FFN of a layer on xn's n_tok rows, into o (ffn_moe.c). */
-nib_status nib_ffn_moe(nib_ctx *c, const nib_layer *l, int64_t n_tok, nib_error *err);
+nib_status nib_ffn_moe(nib_ctx *c, const nib_layer *l, int il, int64_t n_tok, nib_error *err);
+/* nib_ctx_matmul with the packed copy given (NULL: the file's layout). */
+nib_status nib_ctx_matmul_packed(nib_ctx *c, const nib_weight *w, const packed_weight *p, const float *X, int64_t n_tok,
+                                 float *Y, nib_error *err);
 
 #endif

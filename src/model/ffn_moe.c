@@ -10,9 +10,10 @@
  *            in choice order (the biases: gpt-oss's)
  *
  * Each expert runs once for all the tokens of the batch that chose it: their
- * rows are gathered, put through the expert's three matrices (the file's
- * layout: the experts are not repacked), and its outputs go to the tokens'
- * slots, summed per token in choice order at the end. */
+ * rows are gathered, put through the expert's three matrices (each
+ * repacked at load like the dense ones, as the context's views of the 3-D
+ * tensors, unless they would not fit the memory available), and its outputs go
+ * to the tokens' slots, summed per token in choice order at the end. */
 #include <math.h>
 #include <string.h>
 
@@ -52,7 +53,14 @@ static void add_expert_bias(float *y, const nib_weight *b, int e, int64_t n, int
         for (int64_t i = 0; i < m; i++) y[r * m + i] += row[i];
 }
 
-nib_status nib_ffn_moe(nib_ctx *c, const nib_layer *l, int64_t n_tok, nib_error *err) {
+/* Expert e's matrix k (0 gate, 1 up, 2 down) of layer il: the context's view and its packed copy. */
+static nib_status expert_matmul(nib_ctx *c, int il, int k, int e, const float *X, int64_t n, float *Y, nib_error *err) {
+    const int64_t v = ((int64_t)il * 3 + k) * c->m->hp.n_expert + e;
+    const int32_t p = c->expert_packed[v];
+    return nib_ctx_matmul_packed(c, &c->expert_views[v], p >= 0 ? &c->packed[p] : NULL, X, n, Y, err);
+}
+
+nib_status nib_ffn_moe(nib_ctx *c, const nib_layer *l, int il, int64_t n_tok, nib_error *err) {
     const nib_hparams *hp = &c->m->hp;
     const int64_t E = hp->n_embd, F = hp->n_ff_exp;
     const int K = hp->n_expert_used, NE = hp->n_expert;
@@ -88,14 +96,13 @@ nib_status nib_ffn_moe(nib_ctx *c, const nib_layer *l, int64_t n_tok, nib_error 
                 n++;
             }
         if (n == 0) continue;
-        const nib_weight g = nib_expert_slice(&l->gate_exps, e), u = nib_expert_slice(&l->up_exps, e),
-                         d = nib_expert_slice(&l->down_exps, e);
-        if ((s = nib_ctx_matmul(c, &g, c->moe_x, n, c->gate, err)) || (s = nib_ctx_matmul(c, &u, c->moe_x, n, c->up, err)))
+        if ((s = expert_matmul(c, il, 0, e, c->moe_x, n, c->gate, err)) ||
+            (s = expert_matmul(c, il, 1, e, c->moe_x, n, c->up, err)))
             return s;
         add_expert_bias(c->gate, &l->gate_exps_b, e, n, F);
         add_expert_bias(c->up, &l->up_exps_b, e, n, F);
         nib_ctx_glu(c, c->gate, c->up, n * F);
-        if ((s = nib_ctx_matmul(c, &d, c->gate, n, c->moe_x, err))) return s;
+        if ((s = expert_matmul(c, il, 2, e, c->gate, n, c->moe_x, err))) return s;
         add_expert_bias(c->moe_x, &l->down_exps_b, e, n, E);
         for (int64_t r = 0; r < n; r++)
             memcpy(c->moe_y + (int64_t)c->moe_rows[r] * E, c->moe_x + r * E, (size_t)E * sizeof(float));
