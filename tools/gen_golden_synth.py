@@ -10,7 +10,6 @@ holds nib to them. Usage (the llama.cpp venv, `make golden`):
     python tools/gen_golden_synth.py --nib build/nib"""
 import argparse
 import datetime
-import hashlib
 import json
 import os
 import subprocess
@@ -19,6 +18,8 @@ import tempfile
 
 import llama_cpp
 import numpy as np
+
+from gen_golden_models import sha256_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOP = 20
@@ -81,14 +82,6 @@ CASES = {
 # the other one in either engine, and its logits then differ a lot; they are
 # judged by the median position and the share of such positions (test_synth.py)
 ROUTED = {"tiny-mixtral", "tiny-qwen3moe", "tiny-olmoe", "tiny-granitemoe", "tiny-gpt-oss"}
-
-
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def build(nib, case, tmp):

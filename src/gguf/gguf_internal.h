@@ -32,4 +32,16 @@ struct nib_gguf {
     int32_t *tensor_split;       /* (n_tensors) */
 };
 
+/* Byte order, then length: the order names and keys are checked in. */
+int nib_gguf_str_cmp(nib_str a, nib_str b);
+
+/* Sort keys carry their own copy of what they sort by: qsort has no context
+ * argument in C11 and a static would make opening files not thread-safe. */
+typedef struct sort_item {
+    nib_str name;
+    uint64_t offset;
+    int64_t i;
+} sort_item;
+int nib_gguf_sort_item_by_name(const void *a, const void *b); /* qsort's comparator of sort_items by name */
+
 #endif

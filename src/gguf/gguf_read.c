@@ -240,23 +240,15 @@ static nib_status read_tensor_info(reader *r, nib_gguf_tensor *t) {
     return NIB_OK;
 }
 
-static int cmp_str(nib_str a, nib_str b) {
+int nib_gguf_str_cmp(nib_str a, nib_str b) {
     uint64_t n = a.len < b.len ? a.len : b.len;
     int c = memcmp(a.ptr, b.ptr, n);
     if (c) return c;
     return a.len < b.len ? -1 : a.len > b.len;
 }
 
-/* Sort keys carry their own copy of what they sort by: qsort has no context
- * argument in C11 and a static would make opening files not thread-safe. */
-typedef struct sort_item {
-    nib_str name;
-    uint64_t offset;
-    int64_t i;
-} sort_item;
-
-static int cmp_item_name(const void *a, const void *b) {
-    return cmp_str(((const sort_item *)a)->name, ((const sort_item *)b)->name);
+int nib_gguf_sort_item_by_name(const void *a, const void *b) {
+    return nib_gguf_str_cmp(((const sort_item *)a)->name, ((const sort_item *)b)->name);
 }
 static int cmp_item_offset(const void *a, const void *b) {
     uint64_t x = ((const sort_item *)a)->offset, y = ((const sort_item *)b)->offset;
@@ -289,10 +281,10 @@ static nib_status check_tensor_layout(nib_gguf *g, reader *r) {
         }
     }
     if (s == NIB_OK) {
-        qsort(idx, (size_t)n, sizeof *idx, cmp_item_name);
+        qsort(idx, (size_t)n, sizeof *idx, nib_gguf_sort_item_by_name);
         for (int64_t i = 1; i < n && s == NIB_OK; i++) {
             const nib_gguf_tensor *t = &g->tensors[idx[i].i];
-            if (cmp_str(idx[i - 1].name, t->name) == 0) {
+            if (nib_gguf_str_cmp(idx[i - 1].name, t->name) == 0) {
                 snprintf(msg, sizeof msg, "duplicate tensor name '%.*s'", (int)(t->name.len > 64 ? 64 : t->name.len),
                          t->name.ptr);
                 s = fail(r, g->tensor_info_offset[idx[i].i], msg);
@@ -321,11 +313,11 @@ static nib_status check_unique_keys(nib_gguf *g, reader *r) {
     sort_item *idx = malloc((size_t)n * sizeof *idx);
     if (!idx) return nib_error_set(r->err, NIB_ERR_NOMEM, "%s: out of memory checking %lld keys", r->src, (long long)n);
     for (int64_t i = 0; i < n; i++) idx[i] = (sort_item){g->kvs[i].key, 0, i};
-    qsort(idx, (size_t)n, sizeof *idx, cmp_item_name);
+    qsort(idx, (size_t)n, sizeof *idx, nib_gguf_sort_item_by_name);
     nib_status s = NIB_OK;
     for (int64_t i = 1; i < n && s == NIB_OK; i++) {
         const nib_gguf_kv *kv = &g->kvs[idx[i].i];
-        if (cmp_str(idx[i - 1].name, kv->key) == 0) {
+        if (nib_gguf_str_cmp(idx[i - 1].name, kv->key) == 0) {
             char msg[160];
             snprintf(msg, sizeof msg, "duplicate metadata key '%.*s'", (int)(kv->key.len > 64 ? 64 : kv->key.len),
                      kv->key.ptr);

@@ -84,26 +84,15 @@ static nib_status add_split(nib_gguf *g, const char *path, int no, int n, nib_er
     return NIB_OK;
 }
 
-typedef struct {
-    nib_str name;
-    int64_t i;
-} name_item;
-
-static int cmp_name(const void *a, const void *b) {
-    nib_str x = ((const name_item *)a)->name, y = ((const name_item *)b)->name;
-    int c = memcmp(x.ptr, y.ptr, x.len < y.len ? x.len : y.len);
-    return c ? c : (x.len > y.len) - (x.len < y.len);
-}
-
 /* Each file checked its own names; a name in two files is an error naming both. */
 static nib_status check_unique(const nib_gguf *g, const char *const *paths, nib_error *err) {
-    name_item *v = malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof *v);
+    sort_item *v = malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof *v);
     if (!v) return nib_error_set(err, NIB_ERR_NOMEM, "out of memory checking %lld tensors", (long long)g->n_tensors);
-    for (int64_t i = 0; i < g->n_tensors; i++) v[i] = (name_item){g->tensors[i].name, i};
-    qsort(v, (size_t)g->n_tensors, sizeof *v, cmp_name);
+    for (int64_t i = 0; i < g->n_tensors; i++) v[i] = (sort_item){g->tensors[i].name, 0, i};
+    qsort(v, (size_t)g->n_tensors, sizeof *v, nib_gguf_sort_item_by_name);
     nib_status s = NIB_OK;
     for (int64_t i = 1; i < g->n_tensors && s == NIB_OK; i++)
-        if (!cmp_name(&v[i - 1], &v[i])) {
+        if (!nib_gguf_str_cmp(v[i - 1].name, v[i].name)) {
             nib_str n = v[i].name;
             s = nib_error_set(err, NIB_ERR_FORMAT, "tensor '%.*s' is in both %s and %s", (int)(n.len > 64 ? 64 : n.len),
                               n.ptr, paths[g->tensor_split[v[i - 1].i]], paths[g->tensor_split[v[i].i]]);

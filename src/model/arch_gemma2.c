@@ -13,19 +13,13 @@
 
 #define GEMMA2_27B_LAYERS 46
 
-/* As Gemma 3's (arch_gemma3.c): the 27B scales q.k by 1/sqrt(n_embd / n_head)
- * = 1/sqrt(144), its query_pre_attn_scalar, the others by 1/sqrt(head_dim);
- * llama.cpp tells the 27B by its 46 layers, and so does nib. */
-float nib_gemma2_attn_scale(const nib_hparams *hp) {
-    if (hp->n_layer == GEMMA2_27B_LAYERS) return 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
-    return 1.0f / sqrtf((float)hp->head_dim_k);
-}
 
 nib_status nib_arch_gemma2_hparams(nib_loader *ld, nib_hparams *hp) {
     hp->rope_kind = NIB_ROPE_NEOX;
     hp->ffn_act = NIB_FFN_GELU_TANH;
     hp->embd_scale = sqrtf((float)hp->n_embd);
-    hp->attn_scale = nib_gemma2_attn_scale(hp);
+    /* as Gemma 3's: the 27B (46 layers here) scales q.k by 1/sqrt(n_embd / n_head) = 1/sqrt(144) */
+    hp->attn_scale = nib_gemma_attn_scale(hp, GEMMA2_27B_LAYERS);
     nib_status s;
     if ((s = nib_ld_f32_or(ld, "final_logit_softcapping", 30.0f, &hp->logit_softcap)) ||
         (s = nib_ld_f32_or(ld, "attn_logit_softcapping", 50.0f, &hp->attn_softcap)))

@@ -18,10 +18,12 @@
  * query_pre_attn_scalar), not by 1/sqrt(head_dim) = 1/sqrt(128) as the
  * other sizes do. The GGUF has no key for it; llama.cpp tells the 27B by its
  * 62 layers (and divides as integers), and so does nib. */
-float nib_gemma3_attn_scale(const nib_hparams *hp) {
-    if (hp->n_layer == GEMMA3_27B_LAYERS) return 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
+float nib_gemma_attn_scale(const nib_hparams *hp, int n_layer_27b) {
+    if (hp->n_layer == n_layer_27b) return 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
     return 1.0f / sqrtf((float)hp->head_dim_k);
 }
+
+float nib_gemma3_attn_scale(const nib_hparams *hp) { return nib_gemma_attn_scale(hp, GEMMA3_27B_LAYERS); }
 
 nib_status nib_arch_gemma3_hparams(nib_loader *ld, nib_hparams *hp) {
     hp->rope_kind = NIB_ROPE_NEOX;

@@ -19,18 +19,9 @@
 
 #include "core/error.h"
 #include "model/context_internal.h"
+#include "ops/ops.h"
 
 #define MOE_WEIGHT_SUM_MIN 6.103515625e-5f /* llama.cpp clamps the sum it divides by to this (2^-14) */
-
-/* softmax of the router's row in place, as ggml's: the exponentials' sum in double */
-static void softmax_row(float *p, int n) {
-    float mx = -INFINITY;
-    for (int i = 0; i < n; i++) mx = p[i] > mx ? p[i] : mx;
-    double sum = 0.0;
-    for (int i = 0; i < n; i++) sum += (double)(p[i] = expf(p[i] - mx));
-    const float inv = (float)(1.0 / sum);
-    for (int i = 0; i < n; i++) p[i] *= inv;
-}
 
 /* the k largest of p[0..n) by value, largest first (the first index among
  * equals); n <= NIB_MAX_EXPERTS, checked at load */
@@ -74,9 +65,9 @@ nib_status nib_ffn_moe(nib_ctx *c, const nib_layer *l, int il, int64_t n_tok, ni
         if (hp->expert_softmax_chosen) { /* gpt-oss: the k largest logits, a softmax over them */
             top_k(p, NE, K, sel);
             for (int k = 0; k < K; k++) w[k] = p[sel[k]];
-            softmax_row(w, K);
+            nib_softmax_rows(w, 1, K); /* ops.h: the exponentials' sum in double, as ggml's */
         } else {
-            softmax_row(p, NE);
+            nib_softmax_rows(p, 1, NE);
             top_k(p, NE, K, sel);
             for (int k = 0; k < K; k++) w[k] = p[sel[k]];
         }

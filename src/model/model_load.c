@@ -57,7 +57,10 @@ nib_status nib_ld_f32_or(nib_loader *ld, const char *suffix, float def, float *o
 
 /* ---- tensors -------------------------------------------------------------------- */
 
-nib_status nib_ld_weight(nib_loader *ld, nib_weight *w, const char *name, int64_t ne0, int64_t ne1, bool required) {
+/* Binds tensor `name` to w if it has exactly the shape want (the first
+ * n_shown dimensions named in the message) and a type nib computes with. */
+static nib_status bind_tensor(nib_loader *ld, nib_weight *w, const char *name, const int64_t want[4], int n_shown,
+                              bool required) {
     memset(w, 0, sizeof *w);
     int64_t i = nib_gguf_find_tensor(ld->g, name);
     if (i < 0) {
@@ -65,20 +68,19 @@ nib_status nib_ld_weight(nib_loader *ld, nib_weight *w, const char *name, int64_
         return nib_error_set(ld->err, NIB_ERR_FORMAT, "tensor '%s' is missing", name);
     }
     const nib_gguf_tensor *t = nib_gguf_tensor_at(ld->g, i);
-    int64_t want[4] = {ne0, ne1 ? ne1 : 1, 1, 1};
-    if (t->ne[0] != want[0] || t->ne[1] != want[1] || t->ne[2] != 1 || t->ne[3] != 1) {
+    if (t->ne[0] != want[0] || t->ne[1] != want[1] || t->ne[2] != want[2] || t->ne[3] != want[3]) {
+        char shape[96];
+        int k = 0;
+        for (int d = 0; d < n_shown; d++)
+            k += snprintf(shape + k, sizeof shape - (size_t)k, "%s%lld", d ? " x " : "", (long long)want[d]);
         return nib_error_set(ld->err, NIB_ERR_FORMAT,
-                             "tensor '%s' has shape %lld x %lld x %lld x %lld, expected %lld x %lld (from the hyperparameters)",
+                             "tensor '%s' has shape %lld x %lld x %lld x %lld, expected %s (from the hyperparameters)",
                              name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
-                             (long long)want[0], (long long)want[1]);
+                             shape);
     }
     if (!nib_type_is_supported((int)t->type))
         return nib_error_set(ld->err, NIB_ERR_UNSUPPORTED, "tensor '%s' has type %s, which nib cannot compute with",
                              name, nib_type_name(t->type) ? nib_type_name(t->type) : "?");
-    /* 1-D tensors (norms, biases) are read as floats directly */
-    if (ne1 == 0 && t->type != NIB_TYPE_F32)
-        return nib_error_set(ld->err, NIB_ERR_UNSUPPORTED, "tensor '%s' is %s; vectors must be F32", name,
-                             nib_type_name(t->type));
     /* the name lives in the mapping, where no NUL ends it: print it with its length */
     w->name = t->name.ptr;
     w->name_len = (int)(t->name.len < 256 ? t->name.len : 256);
@@ -89,53 +91,42 @@ nib_status nib_ld_weight(nib_loader *ld, nib_weight *w, const char *name, int64_
     return NIB_OK;
 }
 
-nib_status nib_ld_weight3(nib_loader *ld, nib_weight *w, const char *name, int64_t ne0, int64_t ne1, int64_t ne2) {
-    memset(w, 0, sizeof *w);
-    int64_t i = nib_gguf_find_tensor(ld->g, name);
-    if (i < 0) return nib_error_set(ld->err, NIB_ERR_FORMAT, "tensor '%s' is missing", name);
-    const nib_gguf_tensor *t = nib_gguf_tensor_at(ld->g, i);
-    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != ne2 || t->ne[3] != 1)
-        return nib_error_set(ld->err, NIB_ERR_FORMAT,
-                             "tensor '%s' has shape %lld x %lld x %lld x %lld, expected %lld x %lld x %lld (from the "
-                             "hyperparameters)",
-                             name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
-                             (long long)ne0, (long long)ne1, (long long)ne2);
-    if (!nib_type_is_supported((int)t->type))
-        return nib_error_set(ld->err, NIB_ERR_UNSUPPORTED, "tensor '%s' has type %s, which nib cannot compute with",
-                             name, nib_type_name(t->type) ? nib_type_name(t->type) : "?");
-    w->name = t->name.ptr;
-    w->name_len = (int)(t->name.len < 256 ? t->name.len : 256);
-    w->type = t->type;
-    for (int d = 0; d < 4; d++) w->ne[d] = t->ne[d];
-    w->data = t->data;
-    ld->used[i] = 1;
-    return NIB_OK;
-}
-
-nib_weight nib_expert_slice(const nib_weight *w, int e) {
-    nib_weight s = *w;
-    size_t row = 0;
-    nib_row_bytes(w->type, w->ne[0], &row); /* checked at load: the file's tensor sizes come from it */
-    s.ne[2] = 1;
-    s.data = (const uint8_t *)w->data + (size_t)e * (size_t)w->ne[1] * row;
+nib_status nib_ld_weight(nib_loader *ld, nib_weight *w, const char *name, int64_t ne0, int64_t ne1, bool required) {
+    const int64_t want[4] = {ne0, ne1 ? ne1 : 1, 1, 1};
+    nib_status s = bind_tensor(ld, w, name, want, 2, required);
+    /* 1-D tensors (norms, biases) are read as floats directly */
+    if (s == NIB_OK && w->data && ne1 == 0 && w->type != NIB_TYPE_F32) {
+        nib_type type = w->type;
+        memset(w, 0, sizeof *w);
+        return nib_error_set(ld->err, NIB_ERR_UNSUPPORTED, "tensor '%s' is %s; vectors must be F32", name,
+                             nib_type_name(type));
+    }
     return s;
 }
+
+nib_status nib_ld_weight3(nib_loader *ld, nib_weight *w, const char *name, int64_t ne0, int64_t ne1, int64_t ne2) {
+    const int64_t want[4] = {ne0, ne1, ne2, 1};
+    return bind_tensor(ld, w, name, want, 3, true);
+}
+
+/* Rows [r0, r0 + n) of w, as a weight of its own (a fused matrix's part, an expert's matrix). */
+static nib_weight row_slice(const nib_weight *w, int64_t r0, int64_t n) {
+    nib_weight s = *w;
+    size_t row = 0;
+    nib_row_bytes(w->type, w->ne[0], &row); /* checked at load: the tensor's size came from it */
+    s.ne[1] = n;
+    s.ne[2] = 1;
+    s.data = (const uint8_t *)w->data + (size_t)r0 * row;
+    return s;
+}
+
+nib_weight nib_expert_slice(const nib_weight *w, int e) { return row_slice(w, (int64_t)e * w->ne[1], w->ne[1]); }
 
 nib_status nib_ld_layer_weight(nib_loader *ld, nib_weight *w, int il, const char *suffix, int64_t ne0, int64_t ne1,
                                bool required) {
     char name[96];
     snprintf(name, sizeof name, "blk.%d.%s", il, suffix);
     return nib_ld_weight(ld, w, name, ne0, ne1, required);
-}
-
-/* Rows [r0, r0 + n) of w, as a weight of its own (a fused matrix's part). */
-static nib_weight row_slice(const nib_weight *w, int64_t r0, int64_t n) {
-    nib_weight s = *w;
-    size_t row = 0;
-    nib_row_bytes(w->type, w->ne[0], &row); /* checked at load: the tensor's size came from it */
-    s.ne[1] = n;
-    s.data = (const uint8_t *)w->data + (size_t)r0 * row;
-    return s;
 }
 
 /* One matrix of several outputs' rows stacked (Phi-3's attn_qkv, its ffn_up

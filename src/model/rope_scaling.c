@@ -59,10 +59,6 @@ float nib_yarn_mscale(float factor, float ext_factor, float attn_factor) {
     return ext_factor != 0.0f ? attn_factor * (1.0f + 0.1f * logf(factor)) : attn_factor;
 }
 
-static nib_status key_f32(nib_loader *ld, const char *suffix, float def, float *out) {
-    return nib_ld_f32_or(ld, suffix, def, out);
-}
-
 nib_status nib_read_rope_scaling(nib_loader *ld, nib_model *m) {
     char key[128];
     nib_str type = {"linear", 6};
@@ -78,8 +74,8 @@ nib_status nib_read_rope_scaling(nib_loader *ld, nib_model *m) {
                              (int)(type.len < 32 ? type.len : 32), type.ptr);
     float factor;
     snprintf(key, sizeof key, "%s.rope.scaling.factor", ld->arch);
-    if ((s = key_f32(ld, "rope.scaling.factor", 0.0f, &factor))) return s;
-    if (factor == 0.0f && (s = key_f32(ld, "rope.scale_linear", 0.0f, &factor))) return s;
+    if ((s = nib_ld_f32_or(ld, "rope.scaling.factor", 0.0f, &factor))) return s;
+    if (factor == 0.0f && (s = nib_ld_f32_or(ld, "rope.scale_linear", 0.0f, &factor))) return s;
     /* 0 means "no scaling", as in llama.cpp; a negative factor would run positions backwards */
     if (factor < 0.0f)
         return nib_error_set(ld->err, NIB_ERR_FORMAT, "%s = %g must not be negative", key, (double)factor);
@@ -87,7 +83,7 @@ nib_status nib_read_rope_scaling(nib_loader *ld, nib_model *m) {
     for (int il = 0; il < m->hp.n_layer; il++) m->layers[il].rope_scale = factor;
     m->yarn.on = yarn;
     /* the cos/sin scale llama.cpp applies whatever the type (Phi-3.5's 1.19, say) */
-    if ((s = key_f32(ld, "rope.scaling.attn_factor", 1.0f, &m->yarn.rope_attn_factor))) return s;
+    if ((s = nib_ld_f32_or(ld, "rope.scaling.attn_factor", 1.0f, &m->yarn.rope_attn_factor))) return s;
     if (!(m->yarn.rope_attn_factor > 0.0f && m->yarn.rope_attn_factor < 100.0f))
         return nib_error_set(ld->err, NIB_ERR_FORMAT, "%s.rope.scaling.attn_factor = %g is out of range (0, 100)",
                              ld->arch, (double)m->yarn.rope_attn_factor);
@@ -95,11 +91,11 @@ nib_status nib_read_rope_scaling(nib_loader *ld, nib_model *m) {
     int32_t n_orig;
     float log_mul;
     if ((s = nib_ld_u32_or(ld, "rope.scaling.original_context_length", m->hp.n_ctx_train, &n_orig)) ||
-        (s = key_f32(ld, "rope.scaling.yarn_ext_factor", 1.0f, &m->yarn.ext_factor)) ||
-        (s = key_f32(ld, "rope.scaling.yarn_attn_factor", 1.0f, &m->yarn.attn_factor)) ||
-        (s = key_f32(ld, "rope.scaling.yarn_beta_fast", YARN_BETA_FAST, &m->yarn.beta_fast)) ||
-        (s = key_f32(ld, "rope.scaling.yarn_beta_slow", YARN_BETA_SLOW, &m->yarn.beta_slow)) ||
-        (s = key_f32(ld, "rope.scaling.yarn_log_multiplier", 0.0f, &log_mul)))
+        (s = nib_ld_f32_or(ld, "rope.scaling.yarn_ext_factor", 1.0f, &m->yarn.ext_factor)) ||
+        (s = nib_ld_f32_or(ld, "rope.scaling.yarn_attn_factor", 1.0f, &m->yarn.attn_factor)) ||
+        (s = nib_ld_f32_or(ld, "rope.scaling.yarn_beta_fast", YARN_BETA_FAST, &m->yarn.beta_fast)) ||
+        (s = nib_ld_f32_or(ld, "rope.scaling.yarn_beta_slow", YARN_BETA_SLOW, &m->yarn.beta_slow)) ||
+        (s = nib_ld_f32_or(ld, "rope.scaling.yarn_log_multiplier", 0.0f, &log_mul)))
         return s;
     m->yarn.n_ctx_orig = n_orig;
     if (n_orig < 1 || !(m->yarn.ext_factor >= 0.0f && m->yarn.ext_factor <= 1.0f) || !(m->yarn.beta_fast > 0.0f) ||

@@ -49,6 +49,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from nib_ctypes import Nib  # noqa: E402
+from test_models import sha256_file  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KL_MEAN_MAX = 2e-4
@@ -66,15 +67,6 @@ def report(ok, name, detail=""):
     PASSED += ok
     FAILED += not ok
     print(f"{'ok   ' if ok else 'FAIL '} {name}" + (f"  ({detail})" if detail else ""), flush=True)
-
-
-def sha256_file(path):
-    import hashlib
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def check(nib_lib, nib_bin, g, tmp):
