@@ -145,10 +145,14 @@ __device__ __forceinline__ act_rs4 act_rs_load4(const act_q8 &a, int lane) {
     return act_rs4{p[0], p[32], p[64], p[96]};
 }
 __device__ __forceinline__ double act_rs_fold(const act_rs4 &r) { return (r.p0 + r.p1) + (r.p2 + r.p3); }
+/* the row scale from the whole sum, ss / n + eps */
+__device__ __forceinline__ float act_rs_of(double s) {
+    return s > 0.0 ? (float)(1.0 / sqrt(s)) : 1.0f; /* as ops.c's nib_rmsnorm: 1 / sqrt(ss / n + eps) */
+}
 __device__ __forceinline__ float act_rs_end(double s) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xFFFFFFFFu, s, o);
-    return s > 0.0 ? (float)(1.0 / sqrt(s)) : 1.0f; /* as ops.c's nib_rmsnorm: 1 / sqrt(ss / n + eps) */
+    return act_rs_of(s);
 }
 
 /* Loading ahead. A one-token GEMV's weights do not depend on the kernel

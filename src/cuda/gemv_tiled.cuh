@@ -642,10 +642,11 @@ constexpr bool t32_is = std::is_same<E, T>::value;
 /* What norm_q8_deferred (ops.cu) and t32_fill leave, from the row itself:
  * x * w quantized into the block's activation (quants, (d, s) pairs, and
  * Q6_K's sums of 16; the bits of quantize_warp32, whose max and integer
- * sum do not depend on the order) and lane l's part of the row scale
- * (act_rs_begin: lane 0 the row's ss / n + eps, the others 0; the squares
- * summed in another order than the norm kernel's, so the scale may differ
- * from its by an ulp of a double before the rounding to float). Thread t
+ * sum do not depend on the order) and the row's ss / n + eps on every lane
+ * (act_rs_begin gives it to lane 0 and 0 to the others, for act_rs_end's
+ * butterfly, which this saves; the squares summed in another order than
+ * the norm kernel's, so the scale may differ from its by an ulp of a double
+ * before the rounding to float). Thread t
  * takes elements 1024 k + 4 t .. + 3 of pass k, so 8 lanes quantize a
  * 32-element block (quantize_lanes8x4's arithmetic) with 6 shuffles for 4
  * values a lane: a warp's own shuffles for each 32 values (quantize_warp32's
@@ -726,12 +727,12 @@ __device__ __forceinline__ double t32_fill_xn(uint8_t *act, const float *__restr
     }
     if (lane == 0) ssp[t >> 5] = ss;
     __syncthreads();
-    double part = 0.0;
-    if (lane == 0) {
-        for (int i = 0; i < 8; i++) part += ssp[i];
-        part = part / (double)n + (double)eps;
-    }
-    return part;
+    /* every lane adds the 8 warps' sums (the same order everywhere, so the
+     * bits lane 0 alone had; the reads are broadcasts): no butterfly after */
+    double all = 0.0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) all += ssp[i];
+    return all / (double)n + (double)eps;
 }
 
 /* the rotation of fused Q/K/V row pair (row, row + 1) at position p
@@ -841,7 +842,7 @@ __device__ __forceinline__ void t32_body(const uint8_t *__restrict__ Wt, const a
     }
     unsigned long long mine = 0;
     if (count > 0) {
-        const float rs = act_rs_end(rsp);
+        const float rs = XN ? act_rs_of(rsp) : act_rs_end(rsp); /* XN: every lane has the whole sum */
         float acc[G];
 #pragma unroll
         for (int q = 0; q < G; q++) acc[q] = 0.0f;
