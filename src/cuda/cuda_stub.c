@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "cuda/cuda.h"
 #include "cuda/cuda_gemm.h"
+#include "cuda/cuda_moe.h"
 #include "cuda/cuda_ops.h"
 
 #define NOT_BUILT "CUDA not compiled into this build (no nvcc at build time, or NIB_CUDA=0)"
@@ -253,3 +254,25 @@ nib_status nib_cuda_gemm_glu(nib_cuda_blas *g, const nib_cuda_weight *gate, cons
     return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
 }
 const char *nib_cuda_blas_name(void) { return NOT_BUILT; }
+
+bool nib_cuda_moe_has(nib_type type) { (void)type; return false; }
+nib_status nib_cuda_moe_route(const float *logits, int n_tok, int n_expert, int k, bool norm, int32_t *ids, float *w,
+                              void *stream, nib_error *err) {
+    (void)logits, (void)n_tok, (void)n_expert, (void)k, (void)norm, (void)ids, (void)w, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+nib_status nib_cuda_moe_matmul(const nib_cuda_weight *experts, int n_expert, const int32_t *ids, int n_slots,
+                               int act_div, const void *act, float *y, void *stream, nib_error *err) {
+    (void)experts, (void)n_expert, (void)ids, (void)n_slots, (void)act_div, (void)act, (void)y, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+nib_status nib_cuda_glu_rows(const float *g, const float *u, float *h, int64_t n, nib_cuda_glu glu, void *stream,
+                             nib_error *err) {
+    (void)g, (void)u, (void)h, (void)n, (void)glu, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}
+nib_status nib_cuda_moe_combine(const float *y, const float *w, int n_tok, int k, int64_t n, float *dst, bool add,
+                                void *stream, nib_error *err) {
+    (void)y, (void)w, (void)n_tok, (void)k, (void)n, (void)dst, (void)add, (void)stream;
+    return nib_error_set(err, NIB_ERR_UNSUPPORTED, NOT_BUILT);
+}

@@ -16,6 +16,9 @@
  *     residual add + RMSNorm + quantize          one kernel
  *     gate and up with the GLU epilogue          one kernel
  *     down projection                            residual add fused unless a post-norm follows
+ *     or, a mixture-of-experts layer: the router's GEMV, its choice (moe_route), the chosen
+ *     experts' gate and up products over every token's slots in one launch each, the GLU,
+ *     the down products, their weighted sum added to the residual (cuda_moe.h)
  *   final RMSNorm (last row), LM head, softcap, argmax on the device.
  *
  * A prompt chunk of at least GEMM_MIN_TOKENS tokens runs its projections as
@@ -39,6 +42,7 @@
 #include "cuda/cuda_attention.h"
 #include "cuda/cuda_dequant.h"
 #include "cuda/cuda_gemm.h"
+#include "cuda/cuda_moe.h"
 #include "cuda/cuda_ops.h"
 #include "cuda/cuda_sample.h"
 
@@ -53,6 +57,9 @@ typedef struct gpu_layer {
     float *q_norm, *k_norm;            /* (hd_k) or NULL */
     float *bq, *bk, *bv;               /* or NULL */
     bool attn_defer, ffn_defer;        /* one token's norm may defer its 1/rms to the projections (defer_ok) */
+    /* a mixture-of-experts layer (gate, up and down NULL then): the router
+     * and each 3-D expert tensor as one matrix of n_expert * rows rows */
+    nib_cuda_weight *router, *gate_exps, *up_exps, *down_exps;
 } gpu_layer;
 
 /* decode graphs: bucket b covers positions < 256 << b */
@@ -88,6 +95,12 @@ struct nib_gpu {
     float *logits;                   /* (n_vocab) */
     void *act;                       /* quantized activations, the widest of the step */
     void *act_ffn;                   /* one token's FFN input when the output projection normed it */
+    /* mixtures of experts, k chosen a token: the router's logits (n_batch, n_expert), the choices
+     * and their weights (n_batch, k), the slots' gate/h and up (n_batch * k, n_ff_exp), their down
+     * products (n_batch * k, n_embd) and h quantized */
+    float *moe_logits, *moe_w, *moe_g, *moe_u, *moe_y;
+    int32_t *moe_ids;
+    void *moe_act;
     void *attn_scratch;
     void *sample_scratch;            /* nib_cuda_sample's */
     int32_t *io_dev, *io_host;       /* (IO_TOK + n_batch) */
@@ -225,23 +238,55 @@ static nib_status upload_vec(nib_gpu *g, const nib_weight *w, float **out, nib_e
     return nib_cuda_copy_to_device(*out, w->data, bytes, err);
 }
 
+/* A 3-D expert tensor (n_in, rows, n_expert) as one matrix of n_expert * rows rows */
+static nib_weight experts_flat(const nib_weight *w) {
+    nib_weight f = *w;
+    f.ne[1] = w->ne[1] * w->ne[2];
+    f.ne[2] = 1;
+    return f;
+}
+static nib_status upload_experts(nib_gpu *g, const nib_weight *w, nib_cuda_weight **out, nib_error *err) {
+    const nib_weight f = experts_flat(w);
+    return upload_matrix(g, &f, out, err);
+}
+
+/* A layer's FFN matrices: gate, up and down, or the router and the experts */
+static nib_status upload_ffn(nib_gpu *g, const nib_layer *l, gpu_layer *L, nib_error *err) {
+    if (l->gate_inp.data)
+        return upload_matrix(g, &l->gate_inp, &L->router, err) || upload_experts(g, &l->gate_exps, &L->gate_exps, err) ||
+                       upload_experts(g, &l->up_exps, &L->up_exps, err) ||
+                       upload_experts(g, &l->down_exps, &L->down_exps, err)
+                   ? err->status
+                   : NIB_OK;
+    return upload_matrix(g, &l->gate, &L->gate, err) || upload_matrix(g, &l->up, &L->up, err) ||
+                   upload_matrix(g, &l->down, &L->down, err)
+               ? err->status
+               : NIB_OK;
+}
+
 /* Every matrix must have a CUDA kernel: list the ones that do not. */
 static nib_status check_coverage(const nib_model *m, nib_error *err) {
     char list[512] = "";
     size_t used = 0;
     int missing = 0;
-    const nib_weight *mats[7];
+    const nib_weight *mats[8];
     for (int il = -1; il < m->hp.n_layer; il++) {
-        int n = 0;
+        int n = 0, n_exps = 0; /* the last n_exps of mats are expert tensors */
         if (il < 0) mats[n++] = &m->tok_embd, mats[n++] = &m->output;
         else {
             const nib_layer *l = &m->layers[il];
             mats[n++] = &l->wq, mats[n++] = &l->wk, mats[n++] = &l->wv, mats[n++] = &l->wo;
-            mats[n++] = &l->gate, mats[n++] = &l->up, mats[n++] = &l->down;
+            if (l->gate_inp.data) {
+                mats[n++] = &l->gate_inp, mats[n++] = &l->gate_exps, mats[n++] = &l->up_exps, mats[n++] = &l->down_exps;
+                n_exps = 3;
+            } else {
+                mats[n++] = &l->gate, mats[n++] = &l->up, mats[n++] = &l->down;
+            }
         }
         for (int i = 0; i < n; i++) {
             const nib_weight *w = mats[i];
-            bool ok = nib_cuda_has_gemv(w->type) && (w != &m->tok_embd || nib_cuda_has_get_rows(w->type));
+            bool ok = i >= n - n_exps ? nib_cuda_moe_has(w->type)
+                                      : nib_cuda_has_gemv(w->type) && (w != &m->tok_embd || nib_cuda_has_get_rows(w->type));
             if (ok) continue;
             if (missing++ < 6 && used < sizeof list - 80)
                 used += (size_t)snprintf(list + used, sizeof list - used, "%s'%.*s' (%s)", used ? ", " : "",
@@ -286,7 +331,8 @@ static uint64_t weight_bytes(const nib_model *m) {
                  layout_extra(&m->output);
     for (int il = 0; il < m->hp.n_layer; il++) {
         const nib_layer *l = &m->layers[il];
-        const nib_weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down};
+        const nib_weight ge = experts_flat(&l->gate_exps), ue = experts_flat(&l->up_exps), de = experts_flat(&l->down_exps);
+        const nib_weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down, &ge, &ue, &de};
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) b += layout_extra(ws[i]);
     }
     return b;
@@ -349,11 +395,23 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
                       "--device cpu");
         return NULL;
     }
-    if (hp->n_expert > 0) {
-        nib_error_set(err, NIB_ERR_UNSUPPORTED,
-                      "mixture-of-experts layers (%d experts) have no CUDA kernels yet; run with --device cpu",
-                      hp->n_expert);
+    if (hp->n_expert > 0 && (hp->expert_softmax_chosen || hp->ffn_act == NIB_FFN_SWIGLU_OAI)) {
+        nib_error_set(err, NIB_ERR_UNSUPPORTED, "gpt-oss's experts (the router's softmax over its choices, the clamped "
+                      "SwiGLU, expert biases) are not on the GPU yet; run with --device cpu");
         return NULL;
+    }
+    if (hp->n_expert > 0 && (hp->n_expert_used > NIB_CUDA_MOE_MAX_K || (int64_t)n_batch * hp->n_expert_used > 65535)) {
+        nib_error_set(err, NIB_ERR_UNSUPPORTED, "%d experts a token in batches of %d are more than the GPU's expert "
+                      "kernels take (%d a token, 65535 a batch); run with --device cpu", hp->n_expert_used, n_batch,
+                      NIB_CUDA_MOE_MAX_K);
+        return NULL;
+    }
+    for (int il = 0; il < hp->n_layer; il++) {
+        const nib_layer *l = &m->layers[il];
+        if (l->gate_inp_b.data || l->gate_exps_b.data || l->up_exps_b.data || l->down_exps_b.data) {
+            nib_error_set(err, NIB_ERR_UNSUPPORTED, "expert biases are not on the GPU yet; run with --device cpu");
+            return NULL;
+        }
     }
     /* RoPE's cos/sin scale: the GPU's rotation has none; folded into the
      * q.k scale, which carries it exactly only when the whole head rotates */
@@ -383,9 +441,12 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
     size_t attn = nib_cuda_attention_scratch_bytes(n_batch, hp->n_head, hp->head_dim_v, n_ctx);
     size_t attn1 = nib_cuda_attention_scratch_bytes(1, hp->n_head, hp->head_dim_v, n_ctx);
     if (attn1 > attn) attn = attn1;
+    const int64_t NE = hp->n_expert, KE = hp->n_expert_used, FE = hp->n_ff_exp;
+    const uint64_t moe = NE > 0 ? B * 4 * (uint64_t)(NE + 2 * KE + KE * (2 * FE + E)) + nib_cuda_act_bytes(FE, n_batch * (int)KE)
+                                : 0;
     uint64_t buf = kv_rows * (uint64_t)(KR + VR) * 2 + B * 4 * (uint64_t)(3 * E + QD + KR + VR + AD + 2 * F) +
                    (uint64_t)hp->n_vocab * 4 + act + nib_cuda_act_bytes(E, 1) + attn +
-                   nib_cuda_sample_scratch_bytes(hp->n_vocab, NIB_CUDA_SAMPLE_MAX_K);
+                   nib_cuda_sample_scratch_bytes(hp->n_vocab, NIB_CUDA_SAMPLE_MAX_K) + moe;
     uint64_t need = weight_bytes(m) + buf;
     nib_cuda_device_info info;
     if (nib_cuda_device_get(0, &info, why, sizeof why) && need > info.free_bytes) {
@@ -429,20 +490,19 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
     for (int il = 0; il < hp->n_layer; il++) {
         const nib_layer *l = &m->layers[il];
         gpu_layer *L = &g->layers[il];
-        if (upload_qkv(g, l, L, err) || upload_matrix(g, &l->wo, &L->wo, err) ||
-            upload_matrix(g, &l->gate, &L->gate, err) || upload_matrix(g, &l->up, &L->up, err) ||
-            upload_matrix(g, &l->down, &L->down, err) || upload_vec(g, &l->attn_norm, &L->attn_norm, err) ||
+        if (upload_qkv(g, l, L, err) || upload_matrix(g, &l->wo, &L->wo, err) || upload_ffn(g, l, L, err) ||
+            upload_vec(g, &l->attn_norm, &L->attn_norm, err) ||
             upload_vec(g, &l->ffn_norm, &L->ffn_norm, err) ||
             upload_vec(g, &l->post_attn_norm, &L->post_attn_norm, err) ||
             upload_vec(g, &l->post_ffn_norm, &L->post_ffn_norm, err) || upload_vec(g, &l->q_norm, &L->q_norm, err) ||
             upload_vec(g, &l->k_norm, &L->k_norm, err) || upload_vec(g, &l->bq, &L->bq, err) ||
             upload_vec(g, &l->bk, &L->bk, err) || upload_vec(g, &l->bv, &L->bv, err) ||
-            tile_matrix(g, L->wo, err) || tile_two(g, L->gate, L->up, nib_cuda_weight_tile_glu, err) ||
+            tile_matrix(g, L->wo, err) || (!L->router && tile_two(g, L->gate, L->up, nib_cuda_weight_tile_glu, err)) ||
             tile_matrix(g, L->down, err) || tile_qkv(g, L, err))
             goto fail;
         const nib_weight *qkv[] = {&l->wq, &l->wk, &l->wv}, *ffn[] = {&l->gate, &l->up};
         L->attn_defer = defer_ok(qkv, 3);
-        L->ffn_defer = defer_ok(ffn, 2);
+        L->ffn_defer = !L->router && defer_ok(ffn, 2); /* the router reads xn, which a deferred norm leaves */
     }
     {
         const nib_weight *head[] = {&m->output};
@@ -461,6 +521,11 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
         !(g->io_dev = dev_alloc(g, (IO_TOK + B) * 4, err)) ||
         !(g->io_host = nib_cuda_host_alloc((IO_TOK + B) * 4, err)))
         goto fail;
+    if (NE > 0 && (!(g->moe_logits = dev_alloc(g, B * NE * 4, err)) || !(g->moe_w = dev_alloc(g, B * KE * 4, err)) ||
+                   !(g->moe_ids = dev_alloc(g, B * KE * 4, err)) || !(g->moe_g = dev_alloc(g, B * KE * FE * 4, err)) ||
+                   !(g->moe_u = dev_alloc(g, B * KE * FE * 4, err)) || !(g->moe_y = dev_alloc(g, B * KE * E * 4, err)) ||
+                   !(g->moe_act = dev_alloc(g, nib_cuda_act_bytes(FE, n_batch * (int)KE), err))))
+        goto fail;
     /* the attention's merge counters start at zero and every call leaves them
      * there (cuda_attention.h) */
     if (attn && (nib_cuda_fill_f32(g->attn_scratch, 0.0f, attn / 4, err) || nib_cuda_sync(err))) goto fail;
@@ -478,7 +543,8 @@ void nib_gpu_free(nib_gpu *g) {
     if (g->layers) {
         for (int il = 0; il < g->m->hp.n_layer; il++) {
             gpu_layer *L = &g->layers[il];
-            nib_cuda_weight *ws[] = {L->wq, L->wk, L->wv, L->wo, L->gate, L->up, L->down, L->wqkv};
+            nib_cuda_weight *ws[] = {L->wq,     L->wk,        L->wv,       L->wo,        L->gate, L->up,
+                                     L->down,   L->wqkv,      L->router,   L->gate_exps, L->up_exps, L->down_exps};
             for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) nib_cuda_weight_free(ws[i]);
             float *vs[] = {L->attn_norm, L->ffn_norm, L->post_attn_norm, L->post_ffn_norm,
                            L->q_norm, L->k_norm, L->bq, L->bk, L->bv};
@@ -490,7 +556,8 @@ void nib_gpu_free(nib_gpu *g) {
     nib_cuda_weight_free(g->tok_embd);
     void *bufs[] = {g->output_norm, g->inv_freq, g->k_cache, g->v_cache, g->x, g->xn, g->o, g->q, g->k, g->v,
                     g->att, g->qkv, g->h, g->tmp, g->logits, g->act, g->act_ffn, g->attn_scratch,
-                    g->sample_scratch, g->io_dev};
+                    g->sample_scratch, g->io_dev, g->moe_logits, g->moe_w, g->moe_ids, g->moe_g, g->moe_u, g->moe_y,
+                    g->moe_act};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) nib_cuda_free(bufs[i]);
     nib_cuda_host_free(g->io_host);
     nib_cuda_stream_free(g->stream);
@@ -529,7 +596,7 @@ static bool norm_defers(const nib_hparams *hp, int n, const float *post_w, bool 
  * act_ffn (nib_cuda_matmul_norm): one token, no post-attention norm, and
  * kernels for both the projection and the gate/up pair that take it. */
 static bool ffn_norm_fused(const nib_hparams *hp, const gpu_layer *L, int n) {
-    return !L->post_attn_norm && norm_defers(hp, n, NULL, L->ffn_defer) && nib_cuda_matmul_norm_ok(L->wo) &&
+    return !L->router && !L->post_attn_norm && norm_defers(hp, n, NULL, L->ffn_defer) && nib_cuda_matmul_norm_ok(L->wo) &&
            nib_cuda_glu_takes_norm(L->gate);
 }
 
@@ -634,6 +701,25 @@ static nib_status attention_block(nib_gpu *g, int il, int n, int max_len, nib_er
     return mm(g, L->wo, g->att, n, L->post_attn_norm ? g->o : g->x, !L->post_attn_norm, err);
 }
 
+/* A mixture-of-experts FFN of n tokens after its norm (xn and act hold it):
+ * the router on xn, each token's k choices, the experts' products over the
+ * n * k slots (gate and up on the token's row, down on the slot's h), and
+ * their weighted sum into the residual or, before a post-norm, into o */
+static nib_status ffn_moe(nib_gpu *g, const gpu_layer *L, int n, nib_cuda_glu glu, nib_error *err) {
+    const nib_hparams *hp = &g->m->hp;
+    const int K = hp->n_expert_used, NE = hp->n_expert;
+    void *st = g->stream;
+    TRY(nib_cuda_matmul(L->router, g->xn, g->act, n, g->moe_logits, false, st, err));
+    TRY(nib_cuda_moe_route(g->moe_logits, n, NE, K, hp->expert_norm, g->moe_ids, g->moe_w, st, err));
+    TRY(nib_cuda_moe_matmul(L->gate_exps, NE, g->moe_ids, n * K, K, g->act, g->moe_g, st, err));
+    TRY(nib_cuda_moe_matmul(L->up_exps, NE, g->moe_ids, n * K, K, g->act, g->moe_u, st, err));
+    TRY(nib_cuda_glu_rows(g->moe_g, g->moe_u, g->moe_g, (int64_t)n * K * hp->n_ff_exp, glu, st, err));
+    TRY(nib_cuda_act_quantize(g->moe_g, hp->n_ff_exp, n * K, g->moe_act, st, err));
+    TRY(nib_cuda_moe_matmul(L->down_exps, NE, g->moe_ids, n * K, 1, g->moe_act, g->moe_y, st, err));
+    return nib_cuda_moe_combine(g->moe_y, g->moe_w, n, K, hp->n_embd, L->post_ffn_norm ? g->o : g->x,
+                                !L->post_ffn_norm, st, err);
+}
+
 static nib_status ffn_block(nib_gpu *g, int il, int n, nib_error *err) {
     const nib_hparams *hp = &g->m->hp;
     const gpu_layer *L = &g->layers[il];
@@ -647,6 +733,7 @@ static nib_status ffn_block(nib_gpu *g, int il, int n, nib_error *err) {
     const void *act = fused ? g->act_ffn : g->act; /* the output projection did the norm */
     if (!fused) TRY(nib_cuda_add_norm(&na, st, err));
     nib_cuda_glu glu = hp->ffn_act == NIB_FFN_GELU_TANH ? NIB_CUDA_GLU_GELU_TANH : NIB_CUDA_GLU_SILU;
+    if (L->router) return ffn_moe(g, L, n, glu, err);
     /* (quantizing h in the GLU's epilogue, 32-row tiles per block, lost 10% on
      * Llama-3-8B: bench/gpu-decode-notes.md, v7) */
     if (use_gemm(g, L->gate, n) && use_gemm(g, L->up, n))

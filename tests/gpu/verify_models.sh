@@ -1,7 +1,9 @@
 #!/bin/sh
 # `nib verify` (GPU step against the CPU step, greedy) on every real model in
-# models/ (make models fetches them). Part of `make test-gpu`; without a GPU
-# one skip with the reason.
+# models/ (make models fetches them), then on small random-weight models
+# built in memory for the architectures the real ones do not cover (mixtures
+# of experts, Gemma 2's soft-caps, Phi-3's fused matrices, Qwen3's QK-norm).
+# Part of `make test-gpu`; without a GPU one skip with the reason.
 #   sh tests/gpu/verify_models.sh BUILD/nib [STEPS]
 NIB=${1:-build/nib}
 N=${2:-64}
@@ -23,5 +25,15 @@ for m in models/*.gguf; do
     rm -f "$log"
 done
 [ $((pass + fail)) -eq 0 ] && { echo "SKIP verify: no models in models/ (make models)"; skip=1; }
+for m in synth:tiny-qwen3moe:Q8_0 synth:tiny-mixtral:Q4_K_M synth:tiny-gemma2:Q4_K_M synth:tiny-phi3:Q8_0 \
+         synth:tiny-qwen3:Q4_0; do
+    log=$(mktemp)
+    if $NIB verify "$m" -n "$N" > "$log" 2>&1; then
+        pass=$((pass + 1)); echo "ok    verify $m: $(grep -E 'greedy picks' "$log")"
+    else
+        fail=$((fail + 1)); echo "FAIL  verify $m"; tail -5 "$log"
+    fi
+    rm -f "$log"
+done
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
