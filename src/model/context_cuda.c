@@ -334,6 +334,12 @@ static uint64_t weight_bytes(const nib_model *m) {
         const nib_weight ge = experts_flat(&l->gate_exps), ue = experts_flat(&l->up_exps), de = experts_flat(&l->down_exps);
         const nib_weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down, &ge, &ue, &de};
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) b += layout_extra(ws[i]);
+        /* the loader counts a token's experts (model_load.c); the device holds them all */
+        const nib_weight *xs[] = {&ge, &ue, &de};
+        for (size_t i = 0; i < 3; i++) {
+            const uint64_t all = xs[i]->data ? matrix_bytes(xs[i]) : 0;
+            if (all) b += all - all / (uint64_t)m->hp.n_expert * (uint64_t)m->hp.n_expert_used;
+        }
     }
     return b;
 }
