@@ -286,7 +286,8 @@ static nib_status check_coverage(const nib_model *m, nib_error *err) {
         for (int i = 0; i < n; i++) {
             const nib_weight *w = mats[i];
             bool ok = i >= n - n_exps ? nib_cuda_moe_has(w->type)
-                                      : nib_cuda_has_gemv(w->type) && (w != &m->tok_embd || nib_cuda_has_get_rows(w->type));
+                                      : nib_cuda_has_gemv(w->type) &&
+                                            (w != &m->tok_embd || nib_cuda_has_get_rows(w->type));
             if (ok) continue;
             if (missing++ < 6 && used < sizeof list - 80)
                 used += (size_t)snprintf(list + used, sizeof list - used, "%s'%.*s' (%s)", used ? ", " : "",
@@ -331,7 +332,8 @@ static uint64_t weight_bytes(const nib_model *m) {
                  layout_extra(&m->output);
     for (int il = 0; il < m->hp.n_layer; il++) {
         const nib_layer *l = &m->layers[il];
-        const nib_weight ge = experts_flat(&l->gate_exps), ue = experts_flat(&l->up_exps), de = experts_flat(&l->down_exps);
+        const nib_weight ge = experts_flat(&l->gate_exps), ue = experts_flat(&l->up_exps),
+                         de = experts_flat(&l->down_exps);
         const nib_weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down, &ge, &ue, &de};
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) b += layout_extra(ws[i]);
         /* the loader counts a token's experts (model_load.c); the device holds them all */
@@ -448,8 +450,8 @@ nib_gpu *nib_gpu_new(const nib_model *m, int32_t n_ctx, int32_t n_batch, nib_err
     size_t attn1 = nib_cuda_attention_scratch_bytes(1, hp->n_head, hp->head_dim_v, n_ctx);
     if (attn1 > attn) attn = attn1;
     const int64_t NE = hp->n_expert, KE = hp->n_expert_used, FE = hp->n_ff_exp;
-    const uint64_t moe = NE > 0 ? B * 4 * (uint64_t)(NE + 2 * KE + KE * (2 * FE + E)) + nib_cuda_act_bytes(FE, n_batch * (int)KE)
-                                : 0;
+    const uint64_t moe =
+        NE > 0 ? B * 4 * (uint64_t)(NE + 2 * KE + KE * (2 * FE + E)) + nib_cuda_act_bytes(FE, n_batch * (int)KE) : 0;
     uint64_t buf = kv_rows * (uint64_t)(KR + VR) * 2 + B * 4 * (uint64_t)(3 * E + QD + KR + VR + AD + 2 * F) +
                    (uint64_t)hp->n_vocab * 4 + act + nib_cuda_act_bytes(E, 1) + attn +
                    nib_cuda_sample_scratch_bytes(hp->n_vocab, NIB_CUDA_SAMPLE_MAX_K) + moe;
@@ -602,8 +604,8 @@ static bool norm_defers(const nib_hparams *hp, int n, const float *post_w, bool 
  * act_ffn (nib_cuda_matmul_norm): one token, no post-attention norm, and
  * kernels for both the projection and the gate/up pair that take it. */
 static bool ffn_norm_fused(const nib_hparams *hp, const gpu_layer *L, int n) {
-    return !L->router && !L->post_attn_norm && norm_defers(hp, n, NULL, L->ffn_defer) && nib_cuda_matmul_norm_ok(L->wo) &&
-           nib_cuda_glu_takes_norm(L->gate);
+    return !L->router && !L->post_attn_norm && norm_defers(hp, n, NULL, L->ffn_defer) &&
+           nib_cuda_matmul_norm_ok(L->wo) && nib_cuda_glu_takes_norm(L->gate);
 }
 
 /* Layer L's Q/K/V projections of n tokens: fused (q, k, v interleaved in
