@@ -294,16 +294,15 @@ struct late_trigger<fmt_q3_K> : std::true_type {};
  * output projection, fused) with int8 activations. Each warp takes R rows at
  * a time, WARPS warps per block, and loops over row groups with a grid
  * stride, so the launcher may start fewer blocks than row groups (a
- * persistent grid: see gemv.cu for why). t0 is the first of the NT tokens
- * the block takes (gemv_q8: blockIdx.y's chunk; the weights are read once
- * per chunk). */
+ * persistent grid: see gemv.cu for why). blockIdx.y picks a chunk of NT
+ * tokens: the weights are read once per chunk. */
 template <class F, int WARPS, int R, int U, int NT>
 __device__ __forceinline__ void q8_body(const uint8_t *__restrict__ W, size_t row_bytes, const act_q8 &a,
                                         float *__restrict__ y, int y_stride, int n_in, int n_out, int add,
-                                        unsigned long long *best, int block, int n_blocks, int t0) {
+                                        unsigned long long *best, int block, int n_blocks) {
     if constexpr (!late_trigger<F>::value) pdl_launch_dependents();
     fmt_prepare<F>();
-    const int lane = threadIdx.x & 31;
+    const int lane = threadIdx.x & 31, t0 = blockIdx.y * NT;
     const int first = (block * WARPS + (threadIdx.x >> 5)) * R;
     constexpr bool AHEAD = ahead<F, R, U>::on && NT == 1;
     ahead<F, R, U> pre;
@@ -349,8 +348,7 @@ template <class F, int WARPS, int R, int U, int NT>
 __global__ void __launch_bounds__(WARPS * 32)
 gemv_q8(const uint8_t *__restrict__ W, size_t row_bytes, act_q8 a, float *__restrict__ y, int y_stride, int n_in,
         int n_out, int add, unsigned long long *best) {
-    q8_body<F, WARPS, R, U, NT>(W, row_bytes, a, y, y_stride, n_in, n_out, add, best, blockIdx.x, gridDim.x,
-                                (int)blockIdx.y * NT);
+    q8_body<F, WARPS, R, U, NT>(W, row_bytes, a, y, y_stride, n_in, n_out, add, best, blockIdx.x, gridDim.x);
 }
 
 /* Split K for long rows: KS warps of a block share R rows, their 32 * KS
@@ -445,7 +443,7 @@ struct part_plain {
     static constexpr int ROWS = GEMV_WARPS * R;
     static __device__ __forceinline__ void run(const uint8_t *W, size_t rb, const act_q8 &a, float *y, int n_in,
                                                int n_out, int block, int n_blocks) {
-        q8_body<F, GEMV_WARPS, R, 1, 1>(W, rb, a, y, n_out, n_in, n_out, 0, NULL, block, n_blocks, (int)blockIdx.y);
+        q8_body<F, GEMV_WARPS, R, 1, 1>(W, rb, a, y, n_out, n_in, n_out, 0, NULL, block, n_blocks);
     }
 };
 template <class PA, class PB>

@@ -76,12 +76,14 @@ gemv_q8_moe(const uint8_t *__restrict__ W, size_t expert_bytes, size_t row_bytes
             act_q8 a, int act_div, float *__restrict__ y, int n_in, int n_out) {
     pdl_wait();
     const int s = blockIdx.y, row = s / act_div;
+    /* q8_body reads token row blockIdx.y (= s) of its activation and writes
+     * y's row s: a view whose row s is the activation's row `row` */
     act_q8 as = a;
-    as.xq = a.xq + (size_t)row * a.qs_stride;
-    as.xds = a.xds + (size_t)row * (n_in / 32);
-    as.n_tok = 1;
-    q8_body<F, GEMV_WARPS, 1, 1, 1>(W + (size_t)ids[s] * expert_bytes, row_bytes, as, y + (size_t)s * n_out, n_out,
-                                    n_in, n_out, 0, NULL, blockIdx.x, gridDim.x, 0);
+    as.xq = (const int8_t *)((uintptr_t)a.xq + (intptr_t)(row - s) * a.qs_stride);
+    as.xds = (const float2 *)((uintptr_t)a.xds + (intptr_t)(row - s) * (n_in / 32) * (intptr_t)sizeof(float2));
+    as.n_tok = s + 1;
+    q8_body<F, GEMV_WARPS, 1, 1, 1>(W + (size_t)ids[s] * expert_bytes, row_bytes, as, y, n_out, n_in, n_out, 0, NULL,
+                                    blockIdx.x, gridDim.x);
 }
 
 /* dst[t][i] (+)= sum_j y[t k + j][i] * w[t k + j]: the products and sums
