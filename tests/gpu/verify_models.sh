@@ -28,7 +28,7 @@ done
 for m in synth:tiny-qwen3moe:Q8_0 synth:tiny-mixtral:Q4_K_M synth:tiny-gemma2:Q4_K_M synth:tiny-phi3:Q8_0 \
          synth:tiny-qwen3:Q4_0; do
     log=$(mktemp)
-    if $NIB verify "$m" -n "$N" > "$log" 2>&1; then
+    if $NIB verify "$m" -n "$N" -c 4096 > "$log" 2>&1; then  # (their 2,048 positions hold no default prompt)
         pass=$((pass + 1)); echo "ok    verify $m: $(grep -E 'greedy picks' "$log")"
     else
         fail=$((fail + 1)); echo "FAIL  verify $m"; tail -5 "$log"
