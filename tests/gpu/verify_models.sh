@@ -14,26 +14,25 @@ if [ -z "$line" ] || echo "$line" | grep -q "unavailable\|not usable"; then
     echo "0 passed, 0 failed, 1 skipped"
     exit 0
 fi
-for m in models/*.gguf; do
-    [ -f "$m" ] || continue
+# verify_one NAME MODEL [options]: one `nib verify`, counted
+verify_one() {
+    name=$1; shift
     log=$(mktemp)
-    if $NIB verify "$m" -n "$N" > "$log" 2>&1; then
-        pass=$((pass + 1)); echo "ok    verify $(basename "$m"): $(grep -E 'greedy picks' "$log")"
+    if $NIB verify "$@" -n "$N" > "$log" 2>&1; then
+        pass=$((pass + 1)); echo "ok    verify $name: $(grep -E 'greedy picks' "$log")"
     else
-        fail=$((fail + 1)); echo "FAIL  verify $(basename "$m")"; tail -5 "$log"
+        fail=$((fail + 1)); echo "FAIL  verify $name"; tail -5 "$log"
     fi
     rm -f "$log"
+}
+for m in models/*.gguf; do
+    [ -f "$m" ] && verify_one "$(basename "$m")" "$m"
 done
 [ $((pass + fail)) -eq 0 ] && { echo "SKIP verify: no models in models/ (make models)"; skip=1; }
+# (the small models' 2,048 positions hold no default prompt: -c 4096)
 for m in synth:tiny-qwen3moe:Q8_0 synth:tiny-mixtral:Q4_K_M synth:tiny-gemma2:Q4_K_M synth:tiny-phi3:Q8_0 \
          synth:tiny-qwen3:Q4_0; do
-    log=$(mktemp)
-    if $NIB verify "$m" -n "$N" -c 4096 > "$log" 2>&1; then  # (their 2,048 positions hold no default prompt)
-        pass=$((pass + 1)); echo "ok    verify $m: $(grep -E 'greedy picks' "$log")"
-    else
-        fail=$((fail + 1)); echo "FAIL  verify $m"; tail -5 "$log"
-    fi
-    rm -f "$log"
+    verify_one "$m" "$m" -c 4096
 done
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
